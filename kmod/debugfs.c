@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The views under /sys/kernel/debug/mrpin/.
+ *
+ * Every table is text: a first line "# " followed by the column names,
+ * then one object per line, columns separated by white space, numbers in
+ * decimal (bytes for sizes).  Fields that may hold white space (comm, cgroup
+ * path) are escaped as /proc/self/mountinfo escapes them (octal \ooo for
+ * space, tab, newline and backslash).  No kernel pointer is ever printed.
+ * New columns are only ever added at the end of a line.  Files are 0400:
+ * root only.
+ *
+ * Cost: `devices`, `procs` and `stats` print from the per-device, per-process
+ * and global counters and never walk the pins.  `pins` walks the live pins
+ * in id order under RCU, one seq_file chunk at a time, so a reader of a
+ * large table never holds off registrations.
+ */
+#include <linux/cgroup.h>
+#include <linux/debugfs.h>
+#include <linux/kallsyms.h>
+#include <linux/ktime.h>
+#include <linux/resource.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+
+#include "mrpin.h"
+
+#define MRPIN_ESCAPE " \t\n\\"
+
+static struct dentry *mrpin_debugfs_dir;
+
+static int version_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "mrpin %s\n", MRPIN_VERSION);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(version);
+
+static void mrpin_seq_guid(struct seq_file *m, u64 guid)
+{
+	seq_printf(m, "%04llx:%04llx:%04llx:%04llx", guid >> 48,
+		   (guid >> 32) & 0xffff, (guid >> 16) & 0xffff, guid & 0xffff);
+}
+
+static int devices_show(struct seq_file *m, void *v)
+{
+	struct mrpin_dev *dev;
+	char name[IB_DEVICE_NAME_MAX];
+
+	seq_puts(m, "# device node_guid max_mr pins pinned_bytes\n");
+	mutex_lock(&mrpin_devs_lock);
+	list_for_each_entry(dev, &mrpin_devs, node) {
+		mrpin_dev_name(dev, name, sizeof(name));
+		seq_escape(m, name, MRPIN_ESCAPE);
+		seq_putc(m, ' ');
+		mrpin_seq_guid(m, dev->node_guid);
+		seq_printf(m, " %d %lld %lld\n", dev->max_mr,
+			   atomic64_read(&dev->pins),
+			   atomic64_read(&dev->pinned_bytes));
+	}
+	mutex_unlock(&mrpin_devs_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(devices);
+
+static int stats_show(struct seq_file *m, void *v)
+{
+	const struct mrpin_stats *s = &mrpin_stats;
+
+	seq_printf(m, "pins %lld\n", atomic64_read(&s->pins));
+	seq_printf(m, "pinned_bytes %lld\n", atomic64_read(&s->pinned_bytes));
+	seq_printf(m, "peak_pinned_bytes %lld\n",
+		   atomic64_read(&s->peak_pinned_bytes));
+	seq_printf(m, "pins_total %lld\n", atomic64_read(&s->pins_total));
+	seq_printf(m, "releases_total %lld\n",
+		   atomic64_read(&s->releases_total));
+	seq_printf(m, "untracked_releases_total %lld\n",
+		   atomic64_read(&s->untracked_releases_total));
+	seq_printf(m, "denials_total %lld\n", atomic64_read(&s->denials_total));
+	seq_printf(m, "warnings_total %lld\n",
+		   atomic64_read(&s->warnings_total));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(stats);
+
+static void mrpin_seq_limit(struct seq_file *m, u64 bytes)
+{
+	if (bytes == RLIM_INFINITY)
+		seq_puts(m, " unlimited");
+	else
+		seq_printf(m, " %llu", bytes);
+}
+
+/* One line of `procs`; called under mrpin_procs_lock. */
+static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
+			    char *path, size_t path_len)
+{
+	u64 pins, bytes, peak, memlock, denials;
+	struct cgroup *cgrp;
+
+	spin_lock(&proc->lock);
+	pins = proc->pins;
+	bytes = proc->pinned_bytes;
+	peak = proc->peak_bytes;
+	memlock = proc->memlock;
+	denials = proc->denials;
+	cgrp = proc->cgrp;
+	if (cgrp)
+		cgroup_get(cgrp);
+	spin_unlock(&proc->lock);
+
+	if (!cgrp || cgroup_path(cgrp, path, path_len) < 0)
+		strscpy(path, "-", path_len);
+	if (cgrp)
+		cgroup_put(cgrp);
+
+	seq_printf(m, "%d ", proc->tgid);
+	seq_escape(m, proc->comm, MRPIN_ESCAPE);
+	seq_printf(m, " %u ", from_kuid_munged(&init_user_ns, proc->uid));
+	seq_escape(m, path, MRPIN_ESCAPE);
+	seq_printf(m, " %llu %llu %llu %llu", pins, bytes, peak,
+		   mrpin_proc_vm_pinned_bytes(proc));
+	mrpin_seq_limit(m, memlock);
+	seq_printf(m, " %llu\n", denials);
+}
+
+static int procs_show(struct seq_file *m, void *v)
+{
+	struct mrpin_proc *proc;
+	char *path;
+
+	path = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!path)
+		return -ENOMEM;
+	seq_puts(m, "# pid comm uid cgroup pins pinned_bytes peak_bytes vm_pinned_bytes memlock_bytes denials\n");
+	mutex_lock(&mrpin_procs_lock);
+	list_for_each_entry(proc, &mrpin_procs, node)
+		mrpin_proc_show(m, proc, path, PATH_MAX);
+	mutex_unlock(&mrpin_procs_lock);
+	kfree(path);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(procs);
+
+/*
+ * `pins`: *pos is 0 for the header, then the id of the pin shown, so that a
+ * restart at the same position (next chunk) finds the same pin again.
+ */
+static void *mrpin_pins_find(loff_t *pos)
+{
+	unsigned long id = *pos;
+	struct mrpin_pin *pin;
+
+	pin = xa_find(&mrpin_pins_by_id, &id, ULONG_MAX, XA_PRESENT);
+	*pos = pin ? id : (loff_t)id + 1;
+	return pin;
+}
+
+static void *pins_start(struct seq_file *m, loff_t *pos)
+	__acquires(RCU)
+{
+	rcu_read_lock();
+	if (*pos == 0)
+		return SEQ_START_TOKEN;
+	return mrpin_pins_find(pos);
+}
+
+static void *pins_next(struct seq_file *m, void *v, loff_t *pos)
+{
+	*pos = v == SEQ_START_TOKEN ? 1 : ((struct mrpin_pin *)v)->id + 1;
+	return mrpin_pins_find(pos);
+}
+
+static void pins_stop(struct seq_file *m, void *v)
+	__releases(RCU)
+{
+	rcu_read_unlock();
+}
+
+static int pins_show(struct seq_file *m, void *v)
+{
+	struct mrpin_pin *pin = v;
+	char name[IB_DEVICE_NAME_MAX];
+	char caller[KSYM_SYMBOL_LEN];
+
+	if (v == SEQ_START_TOKEN) {
+		seq_puts(m, "# id pid comm device start length pinned_bytes caller age_ms\n");
+		return 0;
+	}
+	mrpin_dev_name(pin->dev, name, sizeof(name));
+	/* "%ps" adds " [module]": keep the function name, one column. */
+	snprintf(caller, sizeof(caller), "%ps", (void *)pin->caller);
+	caller[strcspn(caller, " ")] = '\0';
+	seq_printf(m, "%llu %d ", pin->id, pin->proc->tgid);
+	seq_escape(m, pin->proc->comm, MRPIN_ESCAPE);
+	seq_putc(m, ' ');
+	seq_escape(m, name, MRPIN_ESCAPE);
+	seq_printf(m, " %lu %zu %llu %s %llu\n", pin->start, pin->length,
+		   mrpin_pin_bytes(pin->start, pin->length), caller,
+		   div_u64(ktime_get_ns() - pin->created_ns, NSEC_PER_MSEC));
+	return 0;
+}
+
+static const struct seq_operations pins_sops = {
+	.start = pins_start,
+	.next = pins_next,
+	.stop = pins_stop,
+	.show = pins_show,
+};
+DEFINE_SEQ_ATTRIBUTE(pins);
+
+/**
+ * mrpin_debugfs_init() - create /sys/kernel/debug/mrpin/
+ *
+ * Context: process context.
+ */
+void mrpin_debugfs_init(void)
+{
+	struct dentry *dir = debugfs_create_dir("mrpin", NULL);
+
+	debugfs_create_file("version", 0400, dir, NULL, &version_fops);
+	debugfs_create_file("devices", 0400, dir, NULL, &devices_fops);
+	debugfs_create_file("procs", 0400, dir, NULL, &procs_fops);
+	debugfs_create_file("pins", 0400, dir, NULL, &pins_fops);
+	debugfs_create_file("stats", 0400, dir, NULL, &stats_fops);
+	mrpin_debugfs_dir = dir;
+}
+
+/**
+ * mrpin_debugfs_exit() - remove /sys/kernel/debug/mrpin/
+ *
+ * Waits for readers still inside a file.
+ *
+ * Context: process context.
+ */
+void mrpin_debugfs_exit(void)
+{
+	debugfs_remove(mrpin_debugfs_dir);
+}

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The pin path: what happens around every ib_umem_get() and
+ * ib_umem_release(), and the per-pin records.
+ *
+ * hook.c sends every call of ib_umem_get() to mrpin_umem_get():
+ *   before:  mrpin_pin_prepare() allocates the record, finds the owner and
+ *	      the device and charges the pin's bytes (account.c).  Nothing is
+ *	      pinned yet; this is where a pin can be refused.
+ *   call:    the real ib_umem_get().
+ *   after:   mrpin_pin_commit() publishes the record, keyed by the umem;
+ *	      mrpin_pin_abort() rolls the charge back if the pin failed.
+ * and every call of ib_umem_release() to mrpin_umem_release(), which takes
+ * the record out of the tables *before* the real release (the umem's
+ * address may be reused by the next ib_umem_get() as soon as it is freed)
+ * and uncharges it after.
+ *
+ * A umem mrpin did not see pinned (made before mrpin was loaded, or an ODP
+ * or dma-buf umem, which pins no host pages) is released untouched and
+ * counted in untracked_releases_total.  So is a pin whose record could not
+ * be published.
+ *
+ * Storage: struct mrpin_pin comes from its own slab cache.  Live pins are
+ * in two tables: an rhashtable keyed by the umem pointer (release finds its
+ * record there) and an xarray keyed by the pin id (the `pins` view walks it
+ * in id order, a chunk at a time, under RCU).  The id slot is reserved
+ * before the pin, so publishing cannot fail for want of memory.  Records
+ * are freed after an RCU grace period; the owner and device records they
+ * point to are freed through RCU too, after the pin drops its references.
+ *
+ * Locking: the tables have their own internal locks; a record is immutable
+ * once published.
+ */
+#include <linux/cgroup.h>
+#include <linux/rhashtable.h>
+#include <linux/slab.h>
+#include <linux/timekeeping.h>
+#include <rdma/ib_umem.h>
+
+#include "mrpin.h"
+
+static struct kmem_cache *mrpin_pin_cache;
+static struct rhashtable mrpin_pins_by_umem;
+DEFINE_XARRAY(mrpin_pins_by_id);
+static atomic64_t mrpin_pin_last_id;
+
+static const struct rhashtable_params mrpin_pin_params = {
+	.key_len = sizeof(const struct ib_umem *),
+	.key_offset = offsetof(struct mrpin_pin, umem),
+	.head_offset = offsetof(struct mrpin_pin, node),
+	.automatic_shrinking = true,
+};
+
+static void mrpin_pin_free_rcu(struct rcu_head *rcu)
+{
+	kmem_cache_free(mrpin_pin_cache,
+			container_of(rcu, struct mrpin_pin, rcu));
+}
+
+/* Drop what a record holds and free it after RCU readers are done. */
+static void mrpin_pin_free(struct mrpin_pin *pin)
+{
+	cgroup_put(pin->cgrp);
+	mrpin_dev_put(pin->dev);
+	mrpin_proc_put(pin->proc);
+	call_rcu(&pin->rcu, mrpin_pin_free_rcu);
+}
+
+/**
+ * mrpin_pin_prepare() - get ready for a pin and charge it
+ * @ibdev: the device ib_umem_get() was called for
+ * @addr: the start of the user range
+ * @size: its length in bytes
+ * @caller: the return address into the kernel function that asked
+ *
+ * Context: process context (the registering task), may sleep.
+ * Return: a record to pass to mrpin_pin_commit() or mrpin_pin_abort();
+ * NULL when the pin is not tracked (a range ib_umem_get() will refuse, a
+ * task without an mm, a device mrpin does not know); an ERR_PTR() when the
+ * pin must be refused.
+ */
+struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
+				    unsigned long addr, size_t size,
+				    unsigned long caller)
+{
+	struct mrpin_pin *pin;
+	int ret;
+
+	/* ib_umem_get() refuses these itself, before charging anything. */
+	if (!size || addr + size < addr || PAGE_ALIGN(addr + size) < addr + size)
+		return NULL;
+
+	pin = kmem_cache_zalloc(mrpin_pin_cache, GFP_KERNEL);
+	if (!pin)
+		return ERR_PTR(-ENOMEM);
+	pin->dev = mrpin_dev_get(ibdev);
+	if (!pin->dev) {
+		ret = 0;
+		goto err_free;
+	}
+	pin->proc = mrpin_proc_get_current();
+	if (IS_ERR_OR_NULL(pin->proc)) {
+		ret = PTR_ERR_OR_ZERO(pin->proc);
+		goto err_dev;
+	}
+	pin->id = atomic64_inc_return(&mrpin_pin_last_id);
+	ret = xa_reserve(&mrpin_pins_by_id, pin->id, GFP_KERNEL);
+	if (ret)
+		goto err_proc;
+
+	pin->start = addr;
+	pin->length = size;
+	pin->caller = caller;
+	rcu_read_lock();
+	pin->cgrp = task_dfl_cgroup(current);
+	cgroup_get(pin->cgrp);
+	rcu_read_unlock();
+
+	mrpin_charge(pin->proc, pin->dev, mrpin_pin_bytes(addr, size),
+		     pin->cgrp);
+	return pin;
+
+err_proc:
+	mrpin_proc_put(pin->proc);
+err_dev:
+	mrpin_dev_put(pin->dev);
+err_free:
+	kmem_cache_free(mrpin_pin_cache, pin);
+	return ret ? ERR_PTR(ret) : NULL;
+}
+
+/**
+ * mrpin_pin_abort() - roll back a prepared pin that will not be made
+ * @pin: what mrpin_pin_prepare() returned
+ *
+ * Context: process context, may sleep.
+ */
+void mrpin_pin_abort(struct mrpin_pin *pin)
+{
+	mrpin_uncharge(pin->proc, pin->dev,
+		       mrpin_pin_bytes(pin->start, pin->length), false);
+	xa_release(&mrpin_pins_by_id, pin->id);
+	mrpin_pin_free(pin);
+}
+
+/**
+ * mrpin_pin_commit() - record a pin the kernel made
+ * @pin: what mrpin_pin_prepare() returned
+ * @umem: what the real ib_umem_get() returned
+ *
+ * Context: process context, may sleep.
+ */
+void mrpin_pin_commit(struct mrpin_pin *pin, struct ib_umem *umem)
+{
+	int ret;
+
+	pin->umem = umem;
+	pin->created_ns = ktime_get_ns();
+	ret = rhashtable_insert_fast(&mrpin_pins_by_umem, &pin->node,
+				     mrpin_pin_params);
+	if (ret) {
+		/* Its release will be counted as untracked. */
+		pr_warn_ratelimited("mrpin: cannot record a pin of pid %d: %d\n",
+				    pin->proc->tgid, ret);
+		mrpin_pin_abort(pin);
+		return;
+	}
+	xa_store(&mrpin_pins_by_id, pin->id, pin, GFP_KERNEL);
+	mrpin_commit(pin->proc);
+}
+
+static struct mrpin_pin *mrpin_pin_take(struct ib_umem *umem)
+{
+	struct mrpin_pin *pin;
+
+	rcu_read_lock();
+	pin = rhashtable_lookup(&mrpin_pins_by_umem, &umem, mrpin_pin_params);
+	if (pin && rhashtable_remove_fast(&mrpin_pins_by_umem, &pin->node,
+					  mrpin_pin_params))
+		pin = NULL;
+	rcu_read_unlock();
+	if (pin)
+		xa_erase(&mrpin_pins_by_id, pin->id);
+	return pin;
+}
+
+static void mrpin_pin_forget(struct mrpin_pin *pin, bool released)
+{
+	mrpin_uncharge(pin->proc, pin->dev,
+		       mrpin_pin_bytes(pin->start, pin->length), released);
+	mrpin_pin_free(pin);
+}
+
+/**
+ * mrpin_umem_get() - ib_umem_get(), tracked
+ * @ibdev: see ib_umem_get()
+ * @addr: see ib_umem_get()
+ * @size: see ib_umem_get()
+ * @access: see ib_umem_get()
+ *
+ * Reached only through the ftrace redirection in hook.c, with the original
+ * caller's return address on the stack.
+ *
+ * Context: process context, may sleep.
+ * Return: what ib_umem_get() returns, or ERR_PTR(-ENOMEM) when refused.
+ */
+struct ib_umem *mrpin_umem_get(struct ib_device *ibdev, unsigned long addr,
+			       size_t size, int access)
+{
+	unsigned long caller = (unsigned long)__builtin_return_address(0);
+	struct mrpin_pin *pin;
+	struct ib_umem *umem;
+
+	pin = mrpin_pin_prepare(ibdev, addr, size, caller);
+	if (IS_ERR(pin)) {
+		umem = ERR_CAST(pin);
+		goto out;
+	}
+	umem = ib_umem_get(ibdev, addr, size, access);
+	if (pin) {
+		if (IS_ERR(umem))
+			mrpin_pin_abort(pin);
+		else
+			mrpin_pin_commit(pin, umem);
+	}
+out:
+	mrpin_hook_leave();
+	return umem;
+}
+
+/**
+ * mrpin_umem_release() - ib_umem_release(), tracked
+ * @umem: see ib_umem_release()
+ *
+ * Reached only through the ftrace redirection in hook.c.  The pin is
+ * uncharged from the owner recorded when it was made, whichever task
+ * releases it.
+ *
+ * Context: process context, may sleep.
+ */
+void mrpin_umem_release(struct ib_umem *umem)
+{
+	struct mrpin_pin *pin = NULL;
+
+	if (umem) {
+		pin = mrpin_pin_take(umem);
+		if (!pin)
+			atomic64_inc(&mrpin_stats.untracked_releases_total);
+	}
+	ib_umem_release(umem);
+	if (pin)
+		mrpin_pin_forget(pin, true);
+	mrpin_hook_leave();
+}
+
+/**
+ * mrpin_pin_init() - set up the pin records
+ *
+ * Context: process context.
+ * Return: 0 or a negative errno.
+ */
+int mrpin_pin_init(void)
+{
+	int ret;
+
+	/* Own cache: its size shows in slabinfo; failslab can aim at it. */
+	mrpin_pin_cache = kmem_cache_create("mrpin_pin", sizeof(struct mrpin_pin),
+					    0, SLAB_FAILSLAB, NULL);
+	if (!mrpin_pin_cache)
+		return -ENOMEM;
+	ret = rhashtable_init(&mrpin_pins_by_umem, &mrpin_pin_params);
+	if (ret)
+		kmem_cache_destroy(mrpin_pin_cache);
+	return ret;
+}
+
+/**
+ * mrpin_pin_exit() - forget every live pin and free the records
+ *
+ * At unload the pins themselves stay: only mrpin's records go, and their
+ * release will not be seen.
+ *
+ * Context: process context, after mrpin_hook_exit(): no pin path runs.
+ */
+void mrpin_pin_exit(void)
+{
+	struct mrpin_pin *pin;
+	unsigned long id;
+
+	xa_for_each(&mrpin_pins_by_id, id, pin) {
+		xa_erase(&mrpin_pins_by_id, id);
+		rhashtable_remove_fast(&mrpin_pins_by_umem, &pin->node,
+				       mrpin_pin_params);
+		mrpin_pin_forget(pin, false);
+	}
+	rhashtable_destroy(&mrpin_pins_by_umem);
+	xa_destroy(&mrpin_pins_by_id);
+	rcu_barrier();
+	kmem_cache_destroy(mrpin_pin_cache);
+}

@@ -1,0 +1,85 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Stage 2 of the test VM, PID 1 on the overlay root: mount the usual file
+# systems, bring up Soft-RoCE (rxe0 on a dummy netdev), load mrpin.ko from
+# the build, run the command (or a shell) on the second serial port, then
+# unload mrpin, report the exit status and taint to the host, power off.
+# The kernel log goes to the first serial port, which the host keeps.
+set -u
+run=/run/mrpin-host
+# shellcheck source=/dev/null
+. "$run/env"
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root TERM="${VM_TERM:-linux}" MRPIN_REPO="$REPO"
+
+say() { echo "mrpin-vm: $*" >/dev/ttyS0; }
+
+finish() {
+	sync
+	echo "rc=$1 taint_boot=$taint_boot taint_end=$(cat /proc/sys/kernel/tainted)" \
+		>"$run/result"
+	sync
+	umount "$run" 2>/dev/null
+	echo o >/proc/sysrq-trigger
+	sleep 30
+}
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts 2>/dev/null ||
+	{ mkdir -p /dev/pts && mount -t devpts devpts /dev/pts; }
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+mkdir -p /dev/hugepages /dev/shm /tmp
+mount -t hugetlbfs hugetlbfs /dev/hugepages
+mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+chmod 1777 /tmp
+hostname mrpin-vm
+taint_boot=$(cat /proc/sys/kernel/tainted)
+
+# The test kernel's modules live in the host's cache, not in /lib/modules.
+mkdir -p "/lib/modules/$KVER"
+mount --bind "$MODDIR" "/lib/modules/$KVER"
+
+ip link set lo up
+modprobe crc32_generic || say "modprobe crc32_generic failed"
+for m in rdma_rxe ib_uverbs rdma_ucm; do
+	modprobe "$m" || say "modprobe $m failed"
+done
+ip link add d0 type dummy && ip link set d0 up
+rdma link add rxe0 type rxe netdev d0 || say "rdma link add rxe0 failed"
+
+if [ "$LOAD_MRPIN" = 1 ]; then
+	if ! insmod "$REPO/kmod/mrpin.ko"; then
+		say "insmod $REPO/kmod/mrpin.ko failed"
+		finish 125
+	fi
+fi
+
+tty=/dev/ttyS1
+cd "$REPO" || finish 125
+if [ "$MODE" = shell ]; then
+	stty -F $tty sane rows "${VM_ROWS:-24}" cols "${VM_COLS:-80}" 2>/dev/null
+	echo "mrpin test VM: kernel $KVER, rxe0 up, mrpin $([ "$LOAD_MRPIN" = 1 ] &&
+		echo loaded || echo not loaded). 'exit' powers off." >$tty
+	setsid -c bash -i <$tty >$tty 2>&1
+	rc=$?
+else
+	stty -F $tty raw -echo -onlcr 2>/dev/null
+	setsid bash "$run/cmd" </dev/null >$tty 2>&1
+	rc=$?
+fi
+
+if [ "$LOAD_MRPIN" = 1 ] && grep -q '^mrpin ' /proc/modules; then
+	if ! rmmod mrpin; then
+		say "rmmod mrpin failed"
+		[ "$rc" = 0 ] && rc=125
+	fi
+fi
+if [ -w /sys/kernel/debug/kmemleak ]; then
+	echo scan >/sys/kernel/debug/kmemleak
+	cat /sys/kernel/debug/kmemleak >/dev/ttyS0
+fi
+finish "$rc"

@@ -1,0 +1,158 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot the test kernel under QEMU (TCG) with the host's root shared read-only
+# and a tmpfs overlay on top, bring up rxe0, load kmod/mrpin.ko and run a
+# command as root in the guest; exit with the command's status.
+#
+#   vm-run.sh [options] [--] COMMAND...     one-shot
+#   vm-run.sh --shell                        interactive root shell
+#
+# Options: --shell, --no-mrpin (do not insmod mrpin.ko), --timeout SECONDS
+# (default $MRPIN_VM_TIMEOUT or 1200), --mem SIZE (default $MRPIN_VM_MEM or 4G).
+#
+# The run fails (non-zero) when the guest's kernel log shows an Oops, BUG,
+# WARNING, lockup, KASAN/lockdep/kmemleak/UBSAN report or panic, when the
+# kernel picks up a taint other than out-of-tree (O) or unsigned (E), when
+# `rmmod mrpin` fails at the end, or when the guest dies or hangs.  The
+# console log is kept in build/vm/console.log; its tail is printed on failure.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+mode=run
+load=1
+timeout=${MRPIN_VM_TIMEOUT:-1200}
+mem=${MRPIN_VM_MEM:-4G}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--shell) mode=shell ;;
+	--no-mrpin) load=0 ;;
+	--timeout) timeout=$2; shift ;;
+	--mem) mem=$2; shift ;;
+	--) shift; break ;;
+	-*) echo "vm-run: unknown option $1" >&2; exit 2 ;;
+	*) break ;;
+	esac
+	shift
+done
+if [ "$mode" = run ] && [ $# -eq 0 ]; then
+	echo "usage: vm-run.sh [--no-mrpin] [--timeout S] [--mem SIZE] -- COMMAND..." >&2
+	echo "       vm-run.sh --shell" >&2
+	exit 2
+fi
+case "$repo" in
+*[[:space:]]*) echo "vm-run: the repository path must not contain white space" >&2; exit 2 ;;
+esac
+
+"$here/setup.sh" vm
+eval "$("$here/setup.sh" paths)"
+kdir=$KERNEL_DIR
+vmlinuz=$kdir/boot/vmlinuz-$KVER
+[ -f "$vmlinuz" ] || { echo "vm-run: $vmlinuz missing" >&2; exit 1; }
+if [ "$load" = 1 ] && [ ! -f "$repo/kmod/mrpin.ko" ]; then
+	echo "vm-run: $repo/kmod/mrpin.ko is not built (run make)" >&2
+	exit 1
+fi
+
+# The initramfs: busybox plus the modules that reach 9p and overlayfs, in
+# dependency order.  Rebuilt when the stage-1 script changes.
+initrd=$kdir/initramfs-$(sha1sum "$here/initramfs-init" | cut -c1-12).cpio.gz
+if [ ! -f "$initrd" ]; then
+	t=$(mktemp -d)
+	mkdir -p "$t/bin" "$t/modules" "$t/proc" "$t/sys" "$t/dev"
+	cp /bin/busybox "$t/bin/"
+	for app in sh mount umount insmod mkdir switch_root sleep echo cat; do
+		ln -s busybox "$t/bin/$app"
+	done
+	install -m 0755 "$here/initramfs-init" "$t/init"
+	for m in virtio_pci 9pnet_virtio 9p overlay; do
+		modprobe -d "$kdir" -S "$KVER" --show-depends "$m" |
+			sed -n 's/^insmod \([^ ]*\).*/\1/p'
+	done | awk '!seen[$0]++' | while read -r ko; do
+		cp "$ko" "$t/modules/"
+		basename "$ko" >>"$t/modules/order"
+	done
+	(cd "$t" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1) >"$initrd.tmp"
+	mv "$initrd.tmp" "$initrd"
+	rm -rf "$t"
+fi
+
+mkdir -p "$repo/build/vm"
+log=$repo/build/vm/console.log
+: >"$log"
+rundir=$(mktemp -d /tmp/mrpin-vm.XXXXXX)
+trap 'rm -rf "$rundir"' EXIT
+install -m 0755 "$here/vm-guest.sh" "$rundir/guest.sh"
+rows=24 cols=80
+if [ -t 0 ]; then
+	read -r rows cols < <(stty size 2>/dev/null || echo 24 80)
+fi
+cat >"$rundir/env" <<ENV
+REPO=$repo
+KVER=$KVER
+MODDIR=$kdir/lib/modules/$KVER
+MODE=$mode
+LOAD_MRPIN=$load
+VM_TERM=${TERM:-linux}
+VM_ROWS=$rows
+VM_COLS=$cols
+ENV
+{
+	echo "cd $(printf %q "$repo")"
+	# Pass the caller's make-level settings that tests look at.
+	for v in KSFT_VERBOSE MRPIN_TEST_FILTER; do
+		[ -n "${!v:-}" ] && echo "export $v=$(printf %q "${!v}")"
+	done
+	printf '%q ' "$@"
+	echo
+} >"$rundir/cmd"
+
+qemu=(qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot
+	-machine pc -accel tcg,thread=multi -cpu max -smp 2 -m "$mem"
+	-kernel "$vmlinuz" -initrd "$initrd"
+	-append "console=ttyS0 ignore_loglevel panic=-1"
+	-serial "file:$log"
+	-chardev stdio,id=tty1,signal=off -serial chardev:tty1
+	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap
+	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot
+	-fsdev "local,id=mrpinrun,path=$rundir,security_model=none,multidevs=remap"
+	-device virtio-9p-pci,fsdev=mrpinrun,mount_tag=mrpinrun)
+
+start=$(date +%s)
+status=0
+if [ "$mode" = shell ]; then
+	"${qemu[@]}" || status=$?
+else
+	timeout --foreground -k 10 "$timeout" "${qemu[@]}" </dev/null | tr -d '\r' ||
+		status=$?
+fi
+elapsed=$(($(date +%s) - start))
+
+fail() {
+	echo "vm-run: FAIL: $*" >&2
+	echo "vm-run: last lines of $log:" >&2
+	tail -n 40 "$log" | sed 's/^/    /' >&2
+	exit 1
+}
+
+[ "$status" = 124 ] && fail "the guest did not finish within ${timeout}s (hung?)"
+[ -f "$rundir/result" ] || fail "the guest died before reporting a result (qemu status $status)"
+# shellcheck source=/dev/null
+. "$rundir/result"
+
+# Out-of-tree (O, bit 12) and unsigned (E, bit 13) module taints are expected.
+new_taint=$(((taint_end & ~taint_boot) & ~(1 << 12 | 1 << 13)))
+[ "$new_taint" = 0 ] || fail "the kernel was tainted ($taint_end, new bits $new_taint)"
+
+bad='Oops|BUG:|WARNING:|Kernel panic|general protection fault|soft lockup|hard LOCKUP'
+bad+='|KASAN|UBSAN|kmemleak: [0-9]+ new suspected|unreferenced object'
+bad+='|DEBUG_LOCKS_WARN_ON|blocked for more than|rcu_sched detected stall|rcu: INFO'
+bad+='|mrpin-vm: (insmod|rmmod|stage)'
+if grep -Eq "$bad" "$log"; then
+	grep -En "$bad" "$log" | head -n 5 | sed 's/^/    /' >&2
+	fail "the guest kernel log reports a problem"
+fi
+echo "vm-run: guest exited with status $rc after ${elapsed}s, kernel log clean" >&2
+exit "$rc"
