@@ -37,6 +37,7 @@
 
 static DEFINE_HASHTABLE(mrpin_procs_hash, MRPIN_PROC_HASH_BITS);
 LIST_HEAD(mrpin_procs);
+/* Protects mrpin_procs and mrpin_procs_hash; see the lock map above. */
 DEFINE_MUTEX(mrpin_procs_lock);
 
 struct mrpin_stats mrpin_stats;

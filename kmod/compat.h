@@ -8,21 +8,20 @@
 #define _MRPIN_COMPAT_H
 
 #include <linux/ftrace.h>
-#include <linux/version.h>
 
 /*
  * Redirect a traced function: set the instruction pointer the ftrace
  * trampoline returns to.  v6.7 ("ftrace: abstract DYNAMIC_FTRACE_WITH_ARGS
- * accesses") renamed ftrace_instruction_pointer_set() to
+ * accesses") replaced the ftrace_instruction_pointer_set() macro with
  * ftrace_regs_set_instruction_pointer().
  */
 static __always_inline void mrpin_ftrace_set_ip(struct ftrace_regs *fregs,
 						unsigned long ip)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
-	ftrace_regs_set_instruction_pointer(fregs, ip);
-#else
+#ifdef ftrace_instruction_pointer_set
 	ftrace_instruction_pointer_set(fregs, ip);
+#else
+	ftrace_regs_set_instruction_pointer(fregs, ip);
 #endif
 }
 

@@ -23,6 +23,7 @@
 #include "mrpin.h"
 
 LIST_HEAD(mrpin_devs);
+/* Protects mrpin_devs. */
 DEFINE_MUTEX(mrpin_devs_lock);
 
 static struct ib_client mrpin_client;

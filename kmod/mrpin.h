@@ -59,7 +59,7 @@ struct seq_file;
 struct mrpin_dev {
 	struct list_head node;
 	struct kref ref;
-	spinlock_t name_lock;
+	spinlock_t name_lock;	/* protects name */
 	char name[IB_DEVICE_NAME_MAX];
 	u64 node_guid;
 	int max_mr;
@@ -114,7 +114,7 @@ struct mrpin_proc {
 	kuid_t uid;
 	char comm[TASK_COMM_LEN];
 
-	spinlock_t lock;
+	spinlock_t lock;	/* protects the fields below */
 	struct cgroup *cgrp;
 	u64 pins;
 	u64 pinned_bytes;

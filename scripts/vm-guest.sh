@@ -27,6 +27,11 @@ finish() {
 
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
+# devtmpfs has no /dev/fd and /dev/std* (udev makes them elsewhere).
+ln -sfn /proc/self/fd /dev/fd
+ln -sf /proc/self/fd/0 /dev/stdin
+ln -sf /proc/self/fd/1 /dev/stdout
+ln -sf /proc/self/fd/2 /dev/stderr
 mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts 2>/dev/null ||
 	{ mkdir -p /dev/pts && mount -t devpts devpts /dev/pts; }
 mount -t debugfs debugfs /sys/kernel/debug

@@ -15,7 +15,8 @@
 # WARNING, lockup, KASAN/lockdep/kmemleak/UBSAN report or panic, when the
 # kernel picks up a taint other than out-of-tree (O) or unsigned (E), when
 # `rmmod mrpin` fails at the end, or when the guest dies or hangs.  The
-# console log is kept in build/vm/console.log; its tail is printed on failure.
+# console log is kept in build/vm/console.log (or $MRPIN_VM_LOG); its tail is
+# printed on failure.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -79,8 +80,8 @@ if [ ! -f "$initrd" ]; then
 	rm -rf "$t"
 fi
 
-mkdir -p "$repo/build/vm"
-log=$repo/build/vm/console.log
+log=${MRPIN_VM_LOG:-$repo/build/vm/console.log}
+mkdir -p "$(dirname "$log")"
 : >"$log"
 rundir=$(mktemp -d /tmp/mrpin-vm.XXXXXX)
 trap 'rm -rf "$rundir"' EXIT

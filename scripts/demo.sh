@@ -1,0 +1,46 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# `make demo`, inside the test VM: a real RDMA workload over Soft-RoCE
+# (perftest's ib_write_bw, server and client on rxe0) with mrpin loaded,
+# and what mrpin sees while it runs and after.
+set -u
+cd "$(dirname "$0")/.."
+ctl=userspace/mrpinctl
+dir=/sys/kernel/debug/mrpin
+
+title() { printf '\n=== %s\n' "$*"; }
+
+title "mrpin $(cut -d' ' -f2 $dir/version) is loaded; RDMA devices it follows"
+$ctl devices
+
+title "starting ib_write_bw (server and client on rxe0, 64 KiB messages, 8 s)"
+ib_write_bw -d rxe0 -x 0 -s 65536 -D 8 >/tmp/ib_write_bw.server 2>&1 &
+server=$!
+sleep 1
+ib_write_bw -d rxe0 -x 0 -s 65536 -D 8 localhost >/tmp/ib_write_bw.client 2>&1 &
+client=$!
+for _ in $(seq 50); do
+	[ "$(awk '$1 == "pins" { print $2 }' $dir/stats)" -ge 2 ] && break
+	sleep 0.1
+done
+sleep 1
+
+title "processes holding pinned memory (pinned_bytes is exact: compare VmPin)"
+$ctl procs
+for pid in $server $client; do
+	echo "pid $pid: $(grep VmPin /proc/$pid/status)"
+done
+
+title "live pins (caller: the kernel function that asked for the pin)"
+$ctl pins
+
+title "devices while the workload runs"
+$ctl devices
+
+wait $server $client
+title "ib_write_bw result"
+grep -A2 '#bytes' /tmp/ib_write_bw.client
+
+title "after the workload exited: everything released"
+$ctl stats

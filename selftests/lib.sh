@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Shared helpers for mrpin's shell selftests: KTAP output (the format
+# kselftest.h prints), the paths of mrpin's files, and RDMA device set-up.
+# Source it; every test runs as root in the test VM.
+
+KSFT_PASS=0
+KSFT_FAIL=1
+KSFT_SKIP=4
+
+MRPIN_DIR=/sys/kernel/debug/mrpin
+MRPIN_KO=${MRPIN_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}/kmod/mrpin.ko
+
+ktap_num=0
+ktap_failed=0
+
+ktap_plan() {
+	echo "TAP version 13"
+	echo "1..$1"
+}
+
+ktap_ok() {
+	ktap_num=$((ktap_num + 1))
+	echo "ok $ktap_num $*"
+}
+
+ktap_fail() {
+	ktap_num=$((ktap_num + 1))
+	ktap_failed=$((ktap_failed + 1))
+	echo "not ok $ktap_num $*"
+}
+
+# ktap_check NAME COMMAND...: one test point from a command's status.
+ktap_check() {
+	local name=$1
+	shift
+	if "$@"; then
+		ktap_ok "$name"
+	else
+		ktap_fail "$name"
+	fi
+}
+
+ktap_diag() {
+	echo "# $*"
+}
+
+# Skip the whole program (KSFT_SKIP) with a reason.
+ktap_skip_all() {
+	echo "TAP version 13"
+	echo "1..0 # SKIP $*"
+	exit $KSFT_SKIP
+}
+
+ktap_finish() {
+	echo "# Totals: pass:$((ktap_num - ktap_failed)) fail:$ktap_failed xfail:0 xpass:0 skip:0 error:0"
+	[ "$ktap_failed" = 0 ] && exit $KSFT_PASS
+	exit $KSFT_FAIL
+}
+
+require_root() {
+	[ "$(id -u)" = 0 ] || ktap_skip_all "needs root"
+}
+
+require_rxe() {
+	command -v rdma >/dev/null || ktap_skip_all "the rdma tool (iproute2) is missing"
+	modprobe -q rdma_rxe 2>/dev/null ||
+		ktap_skip_all "rdma_rxe is not available in this kernel"
+}
+
+mrpin_loaded() {
+	grep -q '^mrpin ' /proc/modules
+}
+
+mrpin_load() {
+	mrpin_loaded || insmod "$MRPIN_KO"
+}
+
+mrpin_unload() {
+	! mrpin_loaded || rmmod mrpin
+}
+
+# mrpin_stat KEY: one value from the `stats` file.
+mrpin_stat() {
+	awk -v k="$1" '$1 == k { print $2 }' "$MRPIN_DIR/stats"
+}
+
+# The number of kernel log lines that report a problem.
+dmesg_problems() {
+	dmesg | grep -Ec 'WARNING:|BUG:|Oops|general protection|KASAN|UBSAN|leak'
+}

@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mrpin_bench: the RDMA workloads behind bench.sh.
+ *
+ *   mrpin_bench [-d DEV] regdereg SIZE THREADS SECONDS
+ *	ibv_reg_mr() + ibv_dereg_mr() in a loop on a pre-touched buffer of
+ *	SIZE bytes (suffix K, M or G) per thread, one PD shared by the
+ *	threads; prints the registrations per second over all threads.
+ *   mrpin_bench [-d DEV] hold N
+ *	registers N MRs of 4 KiB on distinct pages of one touched buffer,
+ *	prints "ready", waits until stdin is closed, deregisters them.
+ *   mrpin_bench [-d DEV] latency SECONDS
+ *	one thread, 4 KiB ibv_reg_mr() + ibv_dereg_mr() in a loop; prints
+ *	the median, 99th percentile and worst single reg+dereg in us.
+ *
+ * DEV defaults to rxe0.  Results are printed as one line of key=value
+ * pairs for the script to parse.  RLIMIT_MEMLOCK is raised to infinity
+ * first, so run as root.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include <infiniband/verbs.h>
+
+#define BENCH_PAGE	4096UL
+#define BENCH_ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | \
+			 IBV_ACCESS_REMOTE_WRITE)
+
+static const char *dev_name = "rxe0";
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "mrpin_bench: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static void __attribute__((noreturn)) usage(void)
+{
+	fprintf(stderr,
+		"usage: mrpin_bench [-d DEV] regdereg SIZE THREADS SECONDS\n"
+		"       mrpin_bench [-d DEV] hold N\n"
+		"       mrpin_bench [-d DEV] latency SECONDS\n");
+	exit(2);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* A size with an optional K, M or G suffix (powers of 1024). */
+static size_t parse_size(const char *s)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		die("bad size '%s'", s);
+	switch (*end) {
+	case 'G': case 'g':
+		v <<= 10;
+		/* fall through */
+	case 'M': case 'm':
+		v <<= 10;
+		/* fall through */
+	case 'K': case 'k':
+		v <<= 10;
+		end++;
+		break;
+	}
+	if (*end && strcmp(end, "iB") && strcmp(end, "B"))
+		die("bad size '%s'", s);
+	if (!v)
+		die("size must not be zero");
+	return v;
+}
+
+static long parse_long(const char *s, long min)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 0);
+	if (errno || end == s || *end || v < min)
+		die("bad number '%s'", s);
+	return v;
+}
+
+static double parse_seconds(const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v > 0))
+		die("bad duration '%s'", s);
+	return v;
+}
+
+static void raise_memlock(void)
+{
+	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+
+	if (setrlimit(RLIMIT_MEMLOCK, &rl))
+		die("setrlimit(RLIMIT_MEMLOCK, infinity): %s", strerror(errno));
+}
+
+static void open_device(void)
+{
+	struct ibv_device **list;
+	int i, n;
+
+	list = ibv_get_device_list(&n);
+	if (!list)
+		die("ibv_get_device_list: %s", strerror(errno));
+	for (i = 0; i < n; i++) {
+		if (!strcmp(ibv_get_device_name(list[i]), dev_name))
+			break;
+	}
+	if (i == n)
+		die("RDMA device %s not found", dev_name);
+	ctx = ibv_open_device(list[i]);
+	if (!ctx)
+		die("ibv_open_device(%s): %s", dev_name, strerror(errno));
+	ibv_free_device_list(list);
+	pd = ibv_alloc_pd(ctx);
+	if (!pd)
+		die("ibv_alloc_pd: %s", strerror(errno));
+}
+
+static void close_device(void)
+{
+	if (ibv_dealloc_pd(pd))
+		die("ibv_dealloc_pd failed");
+	if (ibv_close_device(ctx))
+		die("ibv_close_device failed");
+}
+
+/* An anonymous mapping of @len bytes, every page touched. */
+static void *touched_buffer(size_t len)
+{
+	void *buf;
+
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		die("mmap(%zu): %s", len, strerror(errno));
+	memset(buf, 0x5a, len);
+	return buf;
+}
+
+/* One 4 KiB (or @len) registration and deregistration; dies on failure. */
+static void reg_dereg(void *buf, size_t len)
+{
+	struct ibv_mr *mr;
+	int ret;
+
+	mr = ibv_reg_mr(pd, buf, len, BENCH_ACCESS);
+	if (!mr)
+		die("ibv_reg_mr(%zu bytes): %s", len, strerror(errno));
+	ret = ibv_dereg_mr(mr);
+	if (ret)
+		die("ibv_dereg_mr: %s", strerror(ret));
+}
+
+/* regdereg */
+
+struct regdereg_thread {
+	pthread_t thread;
+	void *buf;
+	size_t size;
+	unsigned long count;
+};
+
+static pthread_barrier_t regdereg_barrier;
+static atomic_bool regdereg_stop;
+
+static void *regdereg_fn(void *arg)
+{
+	struct regdereg_thread *t = arg;
+
+	pthread_barrier_wait(&regdereg_barrier);
+	while (!atomic_load_explicit(&regdereg_stop, memory_order_relaxed)) {
+		reg_dereg(t->buf, t->size);
+		t->count++;
+	}
+	return NULL;
+}
+
+static int cmd_regdereg(size_t size, long nthreads, double seconds)
+{
+	struct regdereg_thread *threads;
+	struct timespec ts;
+	unsigned long total = 0;
+	double start, elapsed;
+	long i;
+	int ret;
+
+	threads = calloc(nthreads, sizeof(*threads));
+	if (!threads)
+		die("out of memory");
+	for (i = 0; i < nthreads; i++) {
+		threads[i].size = size;
+		threads[i].buf = touched_buffer(size);
+	}
+	/* Warm up: the first registration of a buffer can be slower. */
+	for (i = 0; i < nthreads; i++)
+		reg_dereg(threads[i].buf, size);
+
+	pthread_barrier_init(&regdereg_barrier, NULL, nthreads + 1);
+	for (i = 0; i < nthreads; i++) {
+		ret = pthread_create(&threads[i].thread, NULL, regdereg_fn,
+				     &threads[i]);
+		if (ret)
+			die("pthread_create: %s", strerror(ret));
+	}
+	pthread_barrier_wait(&regdereg_barrier);
+	start = now_s();
+	ts.tv_sec = (time_t)seconds;
+	ts.tv_nsec = (long)((seconds - ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	atomic_store(&regdereg_stop, true);
+	for (i = 0; i < nthreads; i++) {
+		pthread_join(threads[i].thread, NULL);
+		total += threads[i].count;
+	}
+	elapsed = now_s() - start;
+
+	printf("mode=regdereg size=%zu threads=%ld regs=%lu seconds=%.3f rate=%.1f\n",
+	       size, nthreads, total, elapsed, total / elapsed);
+	for (i = 0; i < nthreads; i++)
+		munmap(threads[i].buf, size);
+	free(threads);
+	return 0;
+}
+
+/* hold */
+
+static int cmd_hold(long n)
+{
+	struct ibv_mr **mrs;
+	double start, elapsed;
+	char buf[256];
+	char *mem;
+	long i;
+	int ret;
+
+	mrs = calloc(n, sizeof(*mrs));
+	if (!mrs)
+		die("out of memory");
+	mem = touched_buffer(n * BENCH_PAGE);
+	start = now_s();
+	for (i = 0; i < n; i++) {
+		mrs[i] = ibv_reg_mr(pd, mem + i * BENCH_PAGE, BENCH_PAGE,
+				    BENCH_ACCESS);
+		if (!mrs[i])
+			die("ibv_reg_mr #%ld of %ld: %s", i, n, strerror(errno));
+	}
+	elapsed = now_s() - start;
+	printf("ready mode=hold mrs=%ld seconds=%.3f rate=%.1f\n", n, elapsed,
+	       n / elapsed);
+	fflush(stdout);
+
+	/* Hold until the controller closes our stdin. */
+	while (read(STDIN_FILENO, buf, sizeof(buf)) > 0)
+		;
+
+	for (i = 0; i < n; i++) {
+		ret = ibv_dereg_mr(mrs[i]);
+		if (ret)
+			die("ibv_dereg_mr #%ld: %s", i, strerror(ret));
+	}
+	munmap(mem, n * BENCH_PAGE);
+	free(mrs);
+	return 0;
+}
+
+/* latency */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmd_latency(double seconds)
+{
+	size_t n = 0, cap = 1 << 16;
+	uint64_t *lat, deadline, t0, t1;
+	void *buf;
+
+	lat = malloc(cap * sizeof(*lat));
+	if (!lat)
+		die("out of memory");
+	buf = touched_buffer(BENCH_PAGE);
+	reg_dereg(buf, BENCH_PAGE);
+
+	deadline = now_ns() + (uint64_t)(seconds * 1e9);
+	do {
+		t0 = now_ns();
+		reg_dereg(buf, BENCH_PAGE);
+		t1 = now_ns();
+		if (n == cap) {
+			cap *= 2;
+			lat = realloc(lat, cap * sizeof(*lat));
+			if (!lat)
+				die("out of memory");
+		}
+		lat[n++] = t1 - t0;
+	} while (t1 < deadline);
+
+	qsort(lat, n, sizeof(*lat), cmp_u64);
+	printf("mode=latency count=%zu median_us=%.1f p99_us=%.1f max_us=%.1f\n",
+	       n, lat[n / 2] / 1e3, lat[n - 1 - n / 100] / 1e3,
+	       lat[n - 1] / 1e3);
+	munmap(buf, BENCH_PAGE);
+	free(lat);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode;
+	int opt, ret;
+
+	while ((opt = getopt(argc, argv, "+d:h")) != -1) {
+		switch (opt) {
+		case 'd':
+			dev_name = optarg;
+			break;
+		default:
+			usage();
+		}
+	}
+	argv += optind;
+	argc -= optind;
+	if (argc < 1)
+		usage();
+	mode = argv[0];
+
+	raise_memlock();
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	if (!strcmp(mode, "regdereg") && argc == 4) {
+		size_t size = parse_size(argv[1]);
+		long nthreads = parse_long(argv[2], 1);
+		double seconds = parse_seconds(argv[3]);
+
+		open_device();
+		ret = cmd_regdereg(size, nthreads, seconds);
+	} else if (!strcmp(mode, "hold") && argc == 2) {
+		long n = parse_long(argv[1], 1);
+
+		open_device();
+		ret = cmd_hold(n);
+	} else if (!strcmp(mode, "latency") && argc == 2) {
+		double seconds = parse_seconds(argv[1]);
+
+		open_device();
+		ret = cmd_latency(seconds);
+	} else {
+		usage();
+	}
+	close_device();
+	return ret;
+}

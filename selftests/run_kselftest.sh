@@ -1,0 +1,30 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Run mrpin's selftests with kselftest's own runner (KTAP on stdout, the
+# timeout from `settings`), as `make run_tests` does in the kernel tree.
+# Runs as root in the test VM, or on a host with rxe0 and mrpin loaded.
+#
+#   run_kselftest.sh [TEST...]     default: every test in the Makefile
+here=$(cd "$(dirname "$0")" && pwd)
+export BASE_DIR=$here/ksft
+[ -f "$BASE_DIR/kselftest/runner.sh" ] || {
+	echo "run_kselftest.sh: $BASE_DIR/kselftest/runner.sh missing: run make" >&2
+	exit 1
+}
+# The collection directory, reached through ksft/mrpin -> .. so that the
+# runner names the tests "selftests: mrpin: NAME" and finds `settings`.
+cd "$BASE_DIR/mrpin" || exit 1
+if [ $# -eq 0 ]; then
+	# shellcheck disable=SC2046
+	set -- $(make -s --no-print-directory \
+		KSFT_DIR="$(readlink -f "$BASE_DIR/kselftest/..")" emit_tests |
+		sed -n 's/^[^:]*://p')
+fi
+tests=()
+for t in "$@"; do
+	tests+=("$BASE_DIR/mrpin/$t")
+done
+# shellcheck source=/dev/null
+. "$BASE_DIR/kselftest/runner.sh"
+run_many "${tests[@]}"
