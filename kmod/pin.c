@@ -39,6 +39,9 @@
 
 #include "mrpin.h"
 
+#define CREATE_TRACE_POINTS
+#include "trace.h"
+
 static struct kmem_cache *mrpin_pin_cache;
 static struct rhashtable mrpin_pins_by_umem;
 DEFINE_XARRAY(mrpin_pins_by_id);
@@ -167,6 +170,16 @@ void mrpin_pin_commit(struct mrpin_pin *pin, struct ib_umem *umem)
 	}
 	xa_store(&mrpin_pins_by_id, pin->id, pin, GFP_KERNEL);
 	mrpin_commit(pin->proc);
+
+	if (trace_mrpin_pin_enabled()) {
+		char name[IB_DEVICE_NAME_MAX];
+
+		mrpin_dev_name(pin->dev, name, sizeof(name));
+		trace_mrpin_pin(pin->id, pin->proc->tgid, name, pin->start,
+				pin->length,
+				mrpin_pin_bytes(pin->start, pin->length),
+				pin->caller);
+	}
 }
 
 static struct mrpin_pin *mrpin_pin_take(struct ib_umem *umem)
@@ -248,8 +261,12 @@ void mrpin_umem_release(struct ib_umem *umem)
 			atomic64_inc(&mrpin_stats.untracked_releases_total);
 	}
 	ib_umem_release(umem);
-	if (pin)
+	if (pin) {
+		trace_mrpin_unpin(pin->id, pin->proc->tgid,
+				  mrpin_pin_bytes(pin->start, pin->length),
+				  ktime_get_ns() - pin->created_ns);
 		mrpin_pin_forget(pin, true);
+	}
 	mrpin_hook_leave();
 }
 

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * mrpin's tracepoints: follow pins with perf, trace-cmd or bpftrace
+ * without reading mrpin's files.
+ *
+ *   mrpin:mrpin_pin	a pin was made and recorded
+ *   mrpin:mrpin_unpin	a recorded pin was released
+ *   mrpin:mrpin_deny	a pin was refused (or, in warn mode, allowed over
+ *			a limit: see the "action" field)
+ */
+#undef TRACE_SYSTEM
+#define TRACE_SYSTEM mrpin
+
+#if !defined(_MRPIN_TRACE_H) || defined(TRACE_HEADER_MULTI_READ)
+#define _MRPIN_TRACE_H
+
+#include <linux/tracepoint.h>
+
+TRACE_EVENT(mrpin_pin,
+	TP_PROTO(u64 id, pid_t pid, const char *dev, unsigned long start,
+		 size_t length, u64 pinned_bytes, unsigned long caller),
+	TP_ARGS(id, pid, dev, start, length, pinned_bytes, caller),
+	TP_STRUCT__entry(
+		__field(u64, id)
+		__field(pid_t, pid)
+		__string(dev, dev)
+		__field(unsigned long, start)
+		__field(size_t, length)
+		__field(u64, pinned_bytes)
+		__field(unsigned long, caller)
+	),
+	TP_fast_assign(
+		__entry->id = id;
+		__entry->pid = pid;
+		__assign_str(dev, dev);
+		__entry->start = start;
+		__entry->length = length;
+		__entry->pinned_bytes = pinned_bytes;
+		__entry->caller = caller;
+	),
+	TP_printk("id=%llu pid=%d dev=%s start=0x%lx length=%zu pinned_bytes=%llu caller=%ps",
+		  __entry->id, __entry->pid, __get_str(dev), __entry->start,
+		  __entry->length, __entry->pinned_bytes,
+		  (void *)__entry->caller)
+);
+
+TRACE_EVENT(mrpin_unpin,
+	TP_PROTO(u64 id, pid_t pid, u64 pinned_bytes, u64 age_ns),
+	TP_ARGS(id, pid, pinned_bytes, age_ns),
+	TP_STRUCT__entry(
+		__field(u64, id)
+		__field(pid_t, pid)
+		__field(u64, pinned_bytes)
+		__field(u64, age_ns)
+	),
+	TP_fast_assign(
+		__entry->id = id;
+		__entry->pid = pid;
+		__entry->pinned_bytes = pinned_bytes;
+		__entry->age_ns = age_ns;
+	),
+	TP_printk("id=%llu pid=%d pinned_bytes=%llu age_ns=%llu",
+		  __entry->id, __entry->pid, __entry->pinned_bytes,
+		  __entry->age_ns)
+);
+
+#endif /* _MRPIN_TRACE_H */
+
+#undef TRACE_INCLUDE_PATH
+#define TRACE_INCLUDE_PATH .
+#undef TRACE_INCLUDE_FILE
+#define TRACE_INCLUDE_FILE trace
+#include <trace/define_trace.h>
