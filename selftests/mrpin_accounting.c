@@ -1,0 +1,917 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mrpin's accounting, checked against the kernel's own: real MRs on the
+ * RDMA device under test (rxe0 unless $MRPIN_TEST_DEV says otherwise),
+ * registered by this process, by its threads and by mrpin_pinner children.
+ *
+ * The oracle, sampled whenever no registration is in flight:
+ *  - a process that pins only through RDMA has `procs` pinned_bytes (and
+ *    vm_pinned_bytes) equal to its VmPin;
+ *  - the sum over `procs` equals `stats` pinned_bytes equals the sum over
+ *    `devices` (and the same for pins);
+ *  - every `pins` line has the range that was registered, the pages it
+ *    spans, the registering process (its tgid) and rxe's caller.
+ * After every test (the fixture teardown) the test's processes have left
+ * no trace, `stats` pins and pinned_bytes are back where they started,
+ * every pin made was released and no release went untracked.
+ *
+ * Every test runs as root: RLIMIT_MEMLOCK is lifted first.
+ */
+/* The 6.1 harness has an unused parameter: keep -Wextra quiet about it. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "kselftest_harness.h"
+#pragma GCC diagnostic pop
+
+#include <libgen.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "mrpin_test.h"
+
+#define KiB		1024UL
+#define MiB		(1024 * KiB)
+#define PAGE		4096UL
+#define RXE_CALLER	"rxe_mr_init_user"
+
+struct mr_range {
+	uint64_t start;
+	uint64_t length;
+};
+
+static uint64_t range_bytes(const struct mr_range *mrs, int n)
+{
+	uint64_t bytes = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		bytes += mrpin_span_bytes(mrs[i].start, mrs[i].length);
+	return bytes;
+}
+
+static struct mr_range mr_range(const void *addr, size_t length)
+{
+	return (struct mr_range){ (uintptr_t)addr, length };
+}
+
+/* A page-aligned, touched anonymous buffer of @len bytes. */
+static void *__map_buf(struct __test_metadata *_metadata, size_t len)
+{
+	void *buf;
+
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+	memset(buf, 0x5a, len);
+	return buf;
+}
+#define map_buf(len) __map_buf(_metadata, len)
+
+/*
+ * `pins` holds exactly the MRs @mrs of process @pid (in any order; the
+ * same range may appear more than once), each with the pages it spans,
+ * device @dev, the process's comm and rxe's caller.
+ */
+static void __check_pins(struct __test_metadata *_metadata, pid_t pid,
+			 const char *dev, const struct mr_range *mrs, int n)
+{
+	struct mrpin_pin_row *rows;
+	char comm[64];
+	bool used[64] = { false };
+	uint64_t last_id = 0;
+	int nrows, mine, i, j;
+
+	ASSERT_GE(64, n);
+	ASSERT_EQ(0, mrpin_comm(pid, comm, sizeof(comm)));
+	nrows = mrpin_read_pins(&rows);
+	ASSERT_LE(0, nrows);
+	for (i = 0; i < nrows; i++) {
+		EXPECT_LT(last_id, rows[i].id);
+		last_id = rows[i].id;
+	}
+	mine = mrpin_pins_of(rows, nrows, pid);
+	EXPECT_EQ(n, mine);
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < mine; j++)
+			if (!used[j] && rows[j].start == mrs[i].start &&
+			    rows[j].length == mrs[i].length)
+				break;
+		EXPECT_GT(mine, j) {
+			TH_LOG("pid %d: no pin of [%#" PRIx64 ", +%" PRIu64 ")",
+			       pid, mrs[i].start, mrs[i].length);
+		}
+		if (j == mine)
+			continue;
+		used[j] = true;
+		EXPECT_EQ(mrpin_span_bytes(mrs[i].start, mrs[i].length),
+			  rows[j].pinned_bytes);
+		EXPECT_STREQ(dev, rows[j].device);
+		EXPECT_STREQ(comm, rows[j].comm);
+		EXPECT_STREQ(RXE_CALLER, rows[j].caller);
+		EXPECT_GT(600000UL, rows[j].age_ms);
+	}
+	free(rows);
+}
+#define check_pins(pid, dev, mrs, n) __check_pins(_metadata, pid, dev, mrs, n)
+
+/* The pins and bytes `devices` shows for @dev. */
+static void __dev_counts(struct __test_metadata *_metadata, const char *dev,
+			 uint64_t *pins, uint64_t *bytes)
+{
+	const struct mrpin_dev_row *d;
+	struct mrpin_dev_row *rows;
+	int n;
+
+	n = mrpin_read_devices(&rows);
+	ASSERT_LE(0, n);
+	d = mrpin_find_dev(rows, n, dev);
+	ASSERT_NE(NULL, d) {
+		TH_LOG("%s has no line in devices", dev);
+	}
+	*pins = d->pins;
+	*bytes = d->pinned_bytes;
+	free(rows);
+}
+#define dev_counts(dev, pins, bytes) __dev_counts(_metadata, dev, pins, bytes)
+
+#define read_stats(s) ASSERT_EQ(0, mrpin_read_stats(s))
+
+/* mrpin_pinner children, driven through their stdin and stdout. */
+#define MAX_PINNER_MRS 16
+
+struct pinner {
+	pid_t pid;
+	int in;		/* its stdin: EOF lets it finish */
+	FILE *out;	/* its stdout: "mr START LENGTH"..., "ready" */
+	int nmrs;
+	struct mr_range mrs[MAX_PINNER_MRS];
+};
+
+/* Start mrpin_pinner (next to this program) with @argv; wait for "ready". */
+static void __pinner_start(struct __test_metadata *_metadata,
+			   struct pinner *p, const char **argv)
+{
+	char exe[PATH_MAX], path[PATH_MAX + 32], line[128];
+	int in[2], out[2];
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ASSERT_LT(0, n);
+	exe[n] = '\0';
+	snprintf(path, sizeof(path), "%s/mrpin_pinner", dirname(exe));
+	ASSERT_EQ(0, access(path, X_OK)) {
+		TH_LOG("%s: %s", path, strerror(errno));
+	}
+	ASSERT_EQ(0, pipe2(in, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(out, O_CLOEXEC));
+	fflush(stdout);
+	fflush(stderr);
+	p->pid = fork();
+	ASSERT_LE(0, p->pid);
+	if (!p->pid) {
+		dup2(in[0], STDIN_FILENO);
+		dup2(out[1], STDOUT_FILENO);
+		execv(path, (char **)argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	p->in = in[1];
+	p->out = fdopen(out[0], "r");
+	ASSERT_NE(NULL, p->out);
+	for (p->nmrs = 0;; p->nmrs++) {
+		ASSERT_NE(NULL, fgets(line, sizeof(line), p->out)) {
+			TH_LOG("mrpin_pinner %d died before it was ready",
+			       p->pid);
+		}
+		if (!strcmp(line, "ready\n"))
+			break;
+		ASSERT_GT(MAX_PINNER_MRS, p->nmrs);
+		ASSERT_EQ(2, sscanf(line, "mr %" SCNu64 " %" SCNu64,
+				    &p->mrs[p->nmrs].start,
+				    &p->mrs[p->nmrs].length));
+	}
+}
+#define pinner_start(p, ...)						\
+	__pinner_start(_metadata, p,					\
+		       (const char *[]){ "mrpin_pinner", __VA_ARGS__, NULL })
+
+/*
+ * Send @sig to pinner @p (0: close its stdin, to let it finish), reap it
+ * and return its wait status.
+ */
+static int pinner_reap(struct pinner *p, int sig)
+{
+	int status = -1;
+
+	if (sig)
+		kill(p->pid, sig);
+	close(p->in);
+	waitpid(p->pid, &status, 0);
+	if (p->out)
+		fclose(p->out);
+	p->out = NULL;
+	p->pid = 0;
+	return status;
+}
+
+/* What every fixture holds. */
+struct mrpin_test {
+	const char *dev;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct mrpin_stats start;
+	struct pinner pinners[2];
+};
+
+static void __test_setup(struct __test_metadata *_metadata,
+			 struct mrpin_test *t)
+{
+	ASSERT_EQ(0, mrpin_unlimit_memlock());
+	t->dev = mrpin_dev_name();
+	t->ctx = mrpin_open_dev(t->dev);
+	ASSERT_NE(NULL, t->ctx) {
+		TH_LOG("cannot open %s: %s", t->dev, strerror(errno));
+	}
+	t->pd = ibv_alloc_pd(t->ctx);
+	ASSERT_NE(NULL, t->pd);
+	read_stats(&t->start);
+	check_no_trace(getpid());
+	check_sums();
+}
+#define test_setup(t) __test_setup(_metadata, t)
+
+/*
+ * Release what the test may have left (kill its children, close the
+ * device, which deregisters any MR still there), then check that nothing
+ * is left.  Only EXPECT_*() without handler blocks here (see mrpin_test.h).
+ */
+static void __test_teardown(struct __test_metadata *_metadata,
+			    struct mrpin_test *t)
+{
+	struct mrpin_proc_row *procs;
+	struct mrpin_pin_row *pins;
+	struct mrpin_stats end;
+	int i, n, ret;
+
+	for (i = 0; i < (int)ARRAY_SIZE(t->pinners); i++)
+		if (t->pinners[i].pid > 0)
+			pinner_reap(&t->pinners[i], SIGKILL);
+	if (t->pd)
+		ibv_dealloc_pd(t->pd);
+	if (t->ctx)
+		ibv_close_device(t->ctx);
+	t->pd = NULL;
+	t->ctx = NULL;
+
+	check_proc(getpid(), 0, 0);
+	check_no_trace(getpid());
+	ret = mrpin_read_stats(&end);
+	EXPECT_EQ(0, ret);
+	if (ret)
+		return;
+	EXPECT_EQ(t->start.pins, end.pins);
+	EXPECT_EQ(t->start.pinned_bytes, end.pinned_bytes);
+	EXPECT_EQ(end.pins_total - t->start.pins_total,
+		  end.releases_total - t->start.releases_total);
+	EXPECT_EQ(t->start.untracked_releases_total,
+		  end.untracked_releases_total);
+	EXPECT_EQ(t->start.denials_total, end.denials_total);
+	if (t->start.pins)
+		return;
+	/* Nothing was pinned before: nothing may be listed now. */
+	n = mrpin_read_procs(&procs);
+	EXPECT_EQ(0, n);
+	if (n > 0)
+		free(procs);
+	n = mrpin_read_pins(&pins);
+	EXPECT_EQ(0, n);
+	if (n > 0)
+		free(pins);
+}
+#define test_teardown(t) __test_teardown(_metadata, t)
+
+/* This process's cgroup (v2), as /proc/self/cgroup shows it. */
+static int own_cgroup(char *path, size_t size)
+{
+	char *buf, *line;
+	int ret;
+
+	ret = mrpin_read_file("/proc/self/cgroup", &buf);
+	if (ret)
+		return ret;
+	line = strstr(buf, "0::");
+	ret = -ENOENT;
+	if (line && (line == buf || line[-1] == '\n')) {
+		line += 3;
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(path, size, "%s", line);
+		ret = 0;
+	}
+	free(buf);
+	return ret;
+}
+
+/*
+ * Register one MR of @length bytes, @offset bytes into a page-aligned
+ * buffer, expected to pin @bytes; check every view while it lives and
+ * after it is gone.
+ */
+static void __check_one_mr(struct __test_metadata *_metadata,
+			   struct mrpin_test *t, size_t offset, size_t length,
+			   uint64_t bytes)
+{
+	size_t map_len = (offset + length + PAGE - 1) & ~(PAGE - 1);
+	uint64_t dev_pins, dev_bytes, pins_now, bytes_now;
+	struct mrpin_stats before, during, after;
+	const struct mrpin_proc_row *p;
+	struct mrpin_proc_row *procs;
+	char comm[64], cgroup[512];
+	struct mr_range r;
+	struct ibv_mr *mr;
+	char *buf;
+	int n;
+
+	ASSERT_EQ(PAGE, (unsigned long)sysconf(_SC_PAGESIZE));
+	buf = map_buf(map_len);
+	r = mr_range(buf + offset, length);
+	/* The test's own arithmetic against the numbers it was given. */
+	ASSERT_EQ(bytes, mrpin_span_bytes(r.start, r.length));
+
+	read_stats(&before);
+	dev_counts(t->dev, &dev_pins, &dev_bytes);
+
+	do_reg(t->pd, buf + offset, length, &mr);
+	check_pins(getpid(), t->dev, &r, 1);
+	check_proc(getpid(), 1, bytes);
+
+	/* The rest of this process's line. */
+	ASSERT_EQ(0, mrpin_comm(getpid(), comm, sizeof(comm)));
+	ASSERT_EQ(0, own_cgroup(cgroup, sizeof(cgroup)));
+	n = mrpin_read_procs(&procs);
+	ASSERT_LE(0, n);
+	p = mrpin_find_proc(procs, n, getpid());
+	ASSERT_NE(NULL, p);
+	EXPECT_STREQ(comm, p->comm);
+	EXPECT_EQ(getuid(), p->uid);
+	EXPECT_STREQ(cgroup, p->cgroup);
+	EXPECT_EQ(bytes, p->peak_bytes);
+	EXPECT_EQ(MRPIN_UNLIMITED, p->memlock_bytes);
+	EXPECT_EQ(0UL, p->denials);
+	free(procs);
+
+	read_stats(&during);
+	EXPECT_EQ(before.pins + 1, during.pins);
+	EXPECT_EQ(before.pinned_bytes + bytes, during.pinned_bytes);
+	EXPECT_EQ(before.pins_total + 1, during.pins_total);
+	EXPECT_EQ(before.releases_total, during.releases_total);
+	EXPECT_LE(during.pinned_bytes, during.peak_pinned_bytes);
+	dev_counts(t->dev, &pins_now, &bytes_now);
+	EXPECT_EQ(dev_pins + 1, pins_now);
+	EXPECT_EQ(dev_bytes + bytes, bytes_now);
+
+	do_dereg(mr);
+	check_proc(getpid(), 0, 0);
+	check_no_trace(getpid());
+	read_stats(&after);
+	EXPECT_EQ(before.pins, after.pins);
+	EXPECT_EQ(before.pinned_bytes, after.pinned_bytes);
+	EXPECT_EQ(before.pins_total + 1, after.pins_total);
+	EXPECT_EQ(before.releases_total + 1, after.releases_total);
+	EXPECT_EQ(before.untracked_releases_total,
+		  after.untracked_releases_total);
+	dev_counts(t->dev, &pins_now, &bytes_now);
+	EXPECT_EQ(dev_pins, pins_now);
+	EXPECT_EQ(dev_bytes, bytes_now);
+	munmap(buf, map_len);
+}
+#define check_one_mr(t, offset, length, bytes)				\
+	__check_one_mr(_metadata, t, offset, length, bytes)
+
+/* 1. MRs of every size, page-aligned. */
+FIXTURE(mr_of_size) {
+	struct mrpin_test t;
+};
+
+FIXTURE_VARIANT(mr_of_size) {
+	size_t length;
+	uint64_t bytes;
+};
+
+FIXTURE_VARIANT_ADD(mr_of_size, 1B) {
+	.length = 1, .bytes = 4 * KiB,
+};
+FIXTURE_VARIANT_ADD(mr_of_size, 4KiB) {
+	.length = 4 * KiB, .bytes = 4 * KiB,
+};
+FIXTURE_VARIANT_ADD(mr_of_size, 64KiB) {
+	.length = 64 * KiB, .bytes = 64 * KiB,
+};
+FIXTURE_VARIANT_ADD(mr_of_size, 2MiB) {
+	.length = 2 * MiB, .bytes = 2 * MiB,
+};
+FIXTURE_VARIANT_ADD(mr_of_size, 64MiB) {
+	.length = 64 * MiB, .bytes = 64 * MiB,
+};
+
+FIXTURE_SETUP(mr_of_size)
+{
+	test_setup(&self->t);
+}
+
+FIXTURE_TEARDOWN(mr_of_size)
+{
+	test_teardown(&self->t);
+}
+
+TEST_F(mr_of_size, is_charged_the_pages_it_spans)
+{
+	check_one_mr(&self->t, 0, variant->length, variant->bytes);
+}
+
+/* 2. MRs whose start or end is not on a page boundary. */
+FIXTURE(unaligned_mr) {
+	struct mrpin_test t;
+};
+
+FIXTURE_VARIANT(unaligned_mr) {
+	size_t offset;
+	size_t length;
+	uint64_t bytes;
+};
+
+FIXTURE_VARIANT_ADD(unaligned_mr, page_long_from_byte_100) {
+	.offset = PAGE + 100, .length = 4 * KiB, .bytes = 8 * KiB,
+};
+FIXTURE_VARIANT_ADD(unaligned_mr, two_bytes_across_a_boundary) {
+	.offset = PAGE - 1, .length = 2, .bytes = 8 * KiB,
+};
+FIXTURE_VARIANT_ADD(unaligned_mr, last_byte_of_a_page) {
+	.offset = PAGE - 1, .length = 1, .bytes = 4 * KiB,
+};
+FIXTURE_VARIANT_ADD(unaligned_mr, inside_one_page) {
+	.offset = 100, .length = 200, .bytes = 4 * KiB,
+};
+FIXTURE_VARIANT_ADD(unaligned_mr, ending_on_a_boundary) {
+	.offset = 100, .length = PAGE - 100, .bytes = 4 * KiB,
+};
+FIXTURE_VARIANT_ADD(unaligned_mr, ending_one_byte_past_a_boundary) {
+	.offset = 100, .length = PAGE - 99, .bytes = 8 * KiB,
+};
+FIXTURE_VARIANT_ADD(unaligned_mr, 64KiB_from_byte_100) {
+	.offset = 100, .length = 64 * KiB, .bytes = 68 * KiB,
+};
+
+FIXTURE_SETUP(unaligned_mr)
+{
+	test_setup(&self->t);
+}
+
+FIXTURE_TEARDOWN(unaligned_mr)
+{
+	test_teardown(&self->t);
+}
+
+TEST_F(unaligned_mr, is_charged_every_page_it_touches)
+{
+	check_one_mr(&self->t, variant->offset, variant->length,
+		     variant->bytes);
+}
+
+FIXTURE(accounting) {
+	struct mrpin_test t;
+};
+
+FIXTURE_SETUP(accounting)
+{
+	test_setup(&self->t);
+}
+
+FIXTURE_TEARDOWN(accounting)
+{
+	test_teardown(&self->t);
+}
+
+/* 3. Each registration is a pin of its own, as VmPin counts it. */
+TEST_F(accounting, same_buffer_registered_twice_is_counted_twice)
+{
+	struct mrpin_test *t = &self->t;
+	struct mrpin_stats before, after;
+	struct ibv_mr *mr[3];
+	struct mr_range r[3];
+	char *buf;
+
+	buf = map_buf(4 * PAGE);
+	r[0] = r[1] = mr_range(buf + 100, 3 * PAGE);	/* 4 pages */
+	r[2] = mr_range(buf + PAGE, PAGE);		/* overlaps both */
+	read_stats(&before);
+
+	do_reg(t->pd, buf + 100, 3 * PAGE, &mr[0]);
+	do_reg(t->pd, buf + 100, 3 * PAGE, &mr[1]);
+	check_pins(getpid(), t->dev, r, 2);
+	check_proc(getpid(), 2, 2 * 16 * KiB);
+
+	do_reg(t->pd, buf + PAGE, PAGE, &mr[2]);
+	check_pins(getpid(), t->dev, r, 3);
+	check_proc(getpid(), 3, 2 * 16 * KiB + 4 * KiB);
+
+	do_dereg(mr[0]);
+	check_pins(getpid(), t->dev, &r[1], 2);
+	check_proc(getpid(), 2, 16 * KiB + 4 * KiB);
+	do_dereg(mr[2]);
+	check_proc(getpid(), 1, 16 * KiB);
+	do_dereg(mr[1]);
+	check_proc(getpid(), 0, 0);
+
+	read_stats(&after);
+	EXPECT_EQ(before.pins_total + 3, after.pins_total);
+	EXPECT_EQ(before.releases_total + 3, after.releases_total);
+	munmap(buf, 4 * PAGE);
+}
+
+/* 4. A re-registration to another buffer moves the charge with it. */
+TEST_F(accounting, rereg_to_another_buffer_moves_the_charge)
+{
+	struct mrpin_test *t = &self->t;
+	struct mrpin_stats before, after;
+	char *old_buf, *new_buf;
+	struct mr_range old, new;
+	struct ibv_mr *mr;
+	int ret, err;
+
+	old_buf = map_buf(64 * KiB);
+	new_buf = map_buf(2 * MiB + PAGE);
+	old = mr_range(old_buf, 64 * KiB);
+	new = mr_range(new_buf + 100, 2 * MiB);		/* 513 pages */
+	read_stats(&before);
+
+	do_reg(t->pd, old_buf, 64 * KiB, &mr);
+	check_proc(getpid(), 1, 64 * KiB);
+
+	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
+			   new_buf + 100, 2 * MiB, 0);
+	err = errno;
+	if (ret && err == EOPNOTSUPP) {
+		/* The refused attempt changed nothing. */
+		check_pins(getpid(), t->dev, &old, 1);
+		check_proc(getpid(), 1, 64 * KiB);
+		do_dereg(mr);
+		SKIP(return, "%s does not support ibv_rereg_mr(IBV_REREG_MR_CHANGE_TRANSLATION): %s",
+		     t->dev, strerror(err));
+	}
+	ASSERT_EQ(0, ret) {
+		TH_LOG("ibv_rereg_mr: %d (%s)", ret, strerror(err));
+	}
+	check_pins(getpid(), t->dev, &new, 1);
+	check_proc(getpid(), 1, 2 * MiB + 4 * KiB);
+	read_stats(&after);
+	EXPECT_EQ(before.pins_total + 2, after.pins_total);
+	EXPECT_EQ(before.releases_total + 1, after.releases_total);
+
+	do_dereg(mr);
+	check_proc(getpid(), 0, 0);
+	munmap(old_buf, 64 * KiB);
+	munmap(new_buf, 2 * MiB + PAGE);
+}
+
+/* 5. Threads registering and deregistering at once. */
+#define REG_THREADS	4
+#define REG_ROUNDS	200
+#define REG_SLOTS	4
+#define REG_SLOT_SIZE	(MiB + 2 * PAGE)
+
+static const struct {
+	size_t offset;
+	size_t length;
+} mixed_mrs[] = {
+	{ 0, 1 }, { 100, 4 * KiB }, { PAGE - 1, 2 }, { 0, 64 * KiB },
+	{ 200, 3 * PAGE + 100 }, { 1000, 256 * KiB }, { 0, MiB },
+};
+
+struct reg_thread {
+	pthread_t thread;
+	int index;
+	struct ibv_pd *pd;
+	pthread_barrier_t *halfway;
+	char *buf;
+	struct ibv_mr *mr[REG_SLOTS];
+	int regs;
+	int deregs;
+	int err;
+};
+
+/*
+ * REG_ROUNDS registrations, each in slot round % REG_SLOTS after the
+ * deregistration of what the slot held; halfway through, the threads wait
+ * twice on @halfway so that the main thread can look at a still moment.
+ */
+static void *reg_dereg_loop(void *arg)
+{
+	struct reg_thread *rt = arg;
+	int i, slot, m;
+
+	for (i = 0; i < REG_ROUNDS; i++) {
+		slot = i % REG_SLOTS;
+		m = (3 * i + rt->index) % ARRAY_SIZE(mixed_mrs);
+		if (i == REG_ROUNDS / 2) {
+			pthread_barrier_wait(rt->halfway);
+			pthread_barrier_wait(rt->halfway);
+		}
+		if (rt->mr[slot]) {
+			if (_do_dereg(rt->mr[slot]))
+				rt->err = rt->err ?: errno;
+			else
+				rt->deregs++;
+			rt->mr[slot] = NULL;
+		}
+		if (_do_reg(rt->pd, rt->buf + slot * REG_SLOT_SIZE +
+			    mixed_mrs[m].offset, mixed_mrs[m].length,
+			    &rt->mr[slot]))
+			rt->err = rt->err ?: errno;
+		else
+			rt->regs++;
+	}
+	for (slot = 0; slot < REG_SLOTS; slot++) {
+		if (!rt->mr[slot])
+			continue;
+		if (_do_dereg(rt->mr[slot]))
+			rt->err = rt->err ?: errno;
+		else
+			rt->deregs++;
+	}
+	return NULL;
+}
+
+/* A few seconds in the VM; room for a slow, shared host. */
+TEST_F_TIMEOUT(accounting,
+	       concurrent_threads_leave_the_totals_as_they_found_them, 120)
+{
+	struct mr_range live[REG_THREADS * REG_SLOTS];
+	struct reg_thread rt[REG_THREADS] = { };
+	struct mrpin_test *t = &self->t;
+	struct mrpin_stats before, after;
+	pthread_barrier_t halfway;
+	int i, slot, nlive = 0, regs = 0, deregs = 0;
+	uint64_t live_bytes;
+
+	ASSERT_EQ(0, pthread_barrier_init(&halfway, NULL, REG_THREADS + 1));
+	for (i = 0; i < REG_THREADS; i++) {
+		rt[i].index = i;
+		rt[i].pd = t->pd;
+		rt[i].halfway = &halfway;
+		rt[i].buf = map_buf(REG_SLOTS * REG_SLOT_SIZE);
+	}
+	read_stats(&before);
+	for (i = 0; i < REG_THREADS; i++)
+		ASSERT_EQ(0, pthread_create(&rt[i].thread, NULL,
+					    reg_dereg_loop, &rt[i]));
+
+	/* Halfway: every thread holds its slots and waits. */
+	pthread_barrier_wait(&halfway);
+	for (i = 0; i < REG_THREADS; i++)
+		for (slot = 0; slot < REG_SLOTS; slot++)
+			if (rt[i].mr[slot])
+				live[nlive++] = mr_range(rt[i].mr[slot]->addr,
+							 rt[i].mr[slot]->length);
+	live_bytes = range_bytes(live, nlive);
+	EXPECT_EQ(REG_THREADS * REG_SLOTS, nlive);
+	check_pins(getpid(), t->dev, live, nlive);
+	check_proc(getpid(), nlive, live_bytes);
+	pthread_barrier_wait(&halfway);
+
+	for (i = 0; i < REG_THREADS; i++) {
+		ASSERT_EQ(0, pthread_join(rt[i].thread, NULL));
+		EXPECT_EQ(0, rt[i].err) {
+			TH_LOG("thread %d: %s", i, strerror(rt[i].err));
+		}
+		regs += rt[i].regs;
+		deregs += rt[i].deregs;
+		munmap(rt[i].buf, REG_SLOTS * REG_SLOT_SIZE);
+	}
+	pthread_barrier_destroy(&halfway);
+	EXPECT_EQ(REG_THREADS * REG_ROUNDS, regs);
+	EXPECT_EQ(regs, deregs);
+
+	check_proc(getpid(), 0, 0);
+	check_no_trace(getpid());
+	read_stats(&after);
+	EXPECT_EQ(before.pins, after.pins);
+	EXPECT_EQ(before.pinned_bytes, after.pinned_bytes);
+	EXPECT_EQ(before.pins_total + regs, after.pins_total);
+	EXPECT_EQ(before.releases_total + deregs, after.releases_total);
+	EXPECT_EQ(before.untracked_releases_total,
+		  after.untracked_releases_total);
+	EXPECT_LE(before.pinned_bytes + live_bytes, after.peak_pinned_bytes);
+}
+
+/*
+ * 6. A child killed while it holds MRs: they are released at its exit, by
+ * the kernel, and uncharged from the child's own record.  This process
+ * holds an MR throughout, which must not be touched.
+ */
+TEST_F(accounting, sigkilled_child_is_uncharged_at_its_exit)
+{
+	struct mrpin_test *t = &self->t;
+	struct pinner *p = &t->pinners[0];
+	struct mrpin_stats before, after;
+	uint64_t child_bytes;
+	struct mr_range own;
+	struct ibv_mr *mr;
+	int status, nmrs;
+	pid_t pid;
+	char *buf;
+
+	buf = map_buf(2 * PAGE);
+	own = mr_range(buf + 10, PAGE);
+	do_reg(t->pd, buf + 10, PAGE, &mr);
+
+	pinner_start(p, "--hold", "4K", "64K@100", "1M", "1@4095");
+	pid = p->pid;
+	nmrs = p->nmrs;
+	ASSERT_EQ(4, nmrs);
+	child_bytes = range_bytes(p->mrs, nmrs);
+	check_pins(pid, t->dev, p->mrs, nmrs);
+	check_proc(pid, nmrs, child_bytes);
+	check_proc(getpid(), 1, 8 * KiB);
+	read_stats(&before);
+
+	status = pinner_reap(p, SIGKILL);
+	ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
+		TH_LOG("mrpin_pinner: wait status %#x", status);
+	}
+
+	check_no_trace(pid);
+	check_pins(getpid(), t->dev, &own, 1);
+	check_proc(getpid(), 1, 8 * KiB);
+	read_stats(&after);
+	EXPECT_EQ(before.pins - nmrs, after.pins);
+	EXPECT_EQ(before.pinned_bytes - child_bytes, after.pinned_bytes);
+	EXPECT_EQ(before.pins_total, after.pins_total);
+	EXPECT_EQ(before.releases_total + nmrs, after.releases_total);
+	EXPECT_EQ(before.untracked_releases_total,
+		  after.untracked_releases_total);
+
+	do_dereg(mr);
+	munmap(buf, 2 * PAGE);
+}
+
+/* 7. A child that exits normally with its MRs still registered. */
+TEST_F(accounting, child_exiting_with_live_mrs_is_uncharged)
+{
+	struct mrpin_test *t = &self->t;
+	struct pinner *p = &t->pinners[0];
+	struct mrpin_stats before, after;
+	uint64_t child_bytes;
+	int status, nmrs;
+	pid_t pid;
+
+	pinner_start(p, "--no-dereg", "8K@4000", "2M", "1");
+	pid = p->pid;
+	nmrs = p->nmrs;
+	ASSERT_EQ(3, nmrs);
+	child_bytes = range_bytes(p->mrs, nmrs);
+	check_pins(pid, t->dev, p->mrs, nmrs);
+	check_proc(pid, nmrs, child_bytes);
+	read_stats(&before);
+
+	status = pinner_reap(p, 0);
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		TH_LOG("mrpin_pinner: wait status %#x", status);
+	}
+
+	check_no_trace(pid);
+	check_proc(getpid(), 0, 0);
+	read_stats(&after);
+	EXPECT_EQ(before.pins - nmrs, after.pins);
+	EXPECT_EQ(before.pinned_bytes - child_bytes, after.pinned_bytes);
+	EXPECT_EQ(before.releases_total + nmrs, after.releases_total);
+	EXPECT_EQ(before.untracked_releases_total,
+		  after.untracked_releases_total);
+}
+
+/*
+ * 8. Processes pinning at once are accounted apart, each against its own
+ * VmPin; the one whose threads register is one line, under its tgid.
+ */
+TEST_F(accounting, processes_pinning_at_once_are_accounted_apart)
+{
+	struct mrpin_test *t = &self->t;
+	struct pinner *a = &t->pinners[0], *b = &t->pinners[1];
+	uint64_t a_bytes, b_bytes;
+	struct mrpin_stats before, during;
+	struct mr_range own;
+	struct ibv_mr *mr;
+	pid_t a_pid, b_pid;
+	int status;
+	char *buf;
+
+	read_stats(&before);
+	buf = map_buf(64 * KiB);
+	own = mr_range(buf, 64 * KiB);
+	do_reg(t->pd, buf, 64 * KiB, &mr);
+	pinner_start(a, "16K", "1M@4095");
+	pinner_start(b, "--threads", "3", "4K", "64K@1", "2M", "1@4095",
+		     "12K@100");
+	a_pid = a->pid;
+	b_pid = b->pid;
+	ASSERT_EQ(2, a->nmrs);
+	ASSERT_EQ(5, b->nmrs);
+	a_bytes = range_bytes(a->mrs, a->nmrs);
+	b_bytes = range_bytes(b->mrs, b->nmrs);
+
+	check_pins(a_pid, t->dev, a->mrs, a->nmrs);
+	check_pins(b_pid, t->dev, b->mrs, b->nmrs);
+	check_pins(getpid(), t->dev, &own, 1);
+	check_proc(a_pid, 2, a_bytes);
+	check_proc(b_pid, 5, b_bytes);
+	check_proc(getpid(), 1, 64 * KiB);
+	read_stats(&during);
+	EXPECT_EQ(before.pins + 8, during.pins);
+	EXPECT_EQ(before.pinned_bytes + a_bytes + b_bytes + 64 * KiB,
+		  during.pinned_bytes);
+
+	status = pinner_reap(b, 0);
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	check_no_trace(b_pid);
+	check_proc(a_pid, 2, a_bytes);
+	check_proc(getpid(), 1, 64 * KiB);
+
+	status = pinner_reap(a, 0);
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	check_no_trace(a_pid);
+	check_proc(getpid(), 1, 64 * KiB);
+
+	do_dereg(mr);
+	check_proc(getpid(), 0, 0);
+	munmap(buf, 64 * KiB);
+}
+
+/*
+ * A registration that fails (in part or whole) leaves no charge, no
+ * record and no count behind, and the next one is accounted as usual.
+ */
+TEST_F(accounting, failed_registrations_leave_nothing_charged)
+{
+	struct mrpin_test *t = &self->t;
+	struct mrpin_stats before, after;
+	struct ibv_mr *mr;
+	char *buf, *ro;
+
+	buf = map_buf(3 * PAGE);
+	ASSERT_EQ(0, munmap(buf + 2 * PAGE, PAGE));
+	ro = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	read_stats(&before);
+
+	/* Two pages pinned, the third one missing: all rolled back. */
+	do_reg_err(EFAULT, t->pd, buf, 3 * PAGE);
+	do_reg_err(EFAULT, t->pd, buf + 2 * PAGE + 100, 1);
+	/* Writable access to a read-only mapping. */
+	do_reg_err(EFAULT, t->pd, ro, PAGE);
+	check_proc(getpid(), 0, 0);
+	check_no_trace(getpid());
+	read_stats(&after);
+	EXPECT_EQ(before.pins, after.pins);
+	EXPECT_EQ(before.pinned_bytes, after.pinned_bytes);
+	EXPECT_EQ(before.pins_total, after.pins_total);
+	EXPECT_EQ(before.releases_total, after.releases_total);
+	EXPECT_EQ(before.untracked_releases_total,
+		  after.untracked_releases_total);
+
+	do_reg(t->pd, buf + 1, 2 * PAGE - 1, &mr);
+	check_proc(getpid(), 1, 8 * KiB);
+	do_dereg(mr);
+	check_proc(getpid(), 0, 0);
+	munmap(buf, 2 * PAGE);
+	munmap(ro, PAGE);
+}
+
+/*
+ * Nothing to test without mrpin or the device: skip the whole program
+ * (the 6.1 harness would run a test's body after a SKIP() in its setup).
+ */
+int main(int argc, char **argv)
+{
+	const char *dev = mrpin_dev_name();
+	struct ibv_context *ctx;
+	struct mrpin_stats stats;
+	int ret;
+
+	if (geteuid())
+		ksft_exit_skip("mrpin's debugfs files are for root only\n");
+	if (access(MRPIN_DEBUGFS, F_OK))
+		ksft_exit_skip("%s is missing: is mrpin loaded?\n",
+			       MRPIN_DEBUGFS);
+	ret = mrpin_read_stats(&stats);
+	if (ret)
+		ksft_exit_fail_msg("%s/stats: %s\n", MRPIN_DEBUGFS,
+				   strerror(-ret));
+	ctx = mrpin_open_dev(dev);
+	if (!ctx)
+		ksft_exit_skip("RDMA device %s: %s\n", dev, strerror(errno));
+	ibv_close_device(ctx);
+	return test_harness_run(argc, argv);
+}

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mrpin_pinner: register memory regions and hold them, for mrpin's tests.
+ *
+ *   mrpin_pinner [--dev NAME] [--threads N] [--hold] [--no-dereg]
+ *                SIZE[@OFFSET]...
+ *
+ * Each SIZE[@OFFSET] is one MR of SIZE bytes that starts OFFSET bytes into
+ * a buffer of its own (page-aligned, mmap'd and touched); sizes take a K,
+ * M or G suffix.  With --threads N, N threads register the MRs, MR i in
+ * thread i % N.  Prints "mr START LENGTH" (decimal) per MR and then
+ * "ready" once they are all registered, then waits until stdin reaches
+ * EOF, or with --hold until SIGTERM or SIGINT.  It then deregisters them,
+ * unless --no-dereg: it exits (0) with the MRs still registered.
+ *
+ * The device is NAME, else $MRPIN_TEST_DEV, else rxe0.  RLIMIT_MEMLOCK is
+ * lifted when allowed.  Exit status: 0, 1 on error, 2 on bad usage.
+ */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+
+#include "mrpin_test.h"
+
+struct pinner_mr {
+	void *buf;
+	size_t buf_len;
+	size_t offset;
+	size_t length;
+	struct ibv_mr *mr;
+	int err;
+};
+
+struct pinner_thread {
+	pthread_t thread;
+	struct ibv_pd *pd;
+	struct pinner_mr *mrs;
+	int nmrs;
+	int first;
+	int step;
+};
+
+static int parse_size(const char *s, size_t *size)
+{
+	unsigned long long val;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	val = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	switch (*end) {
+	case 'G':
+		val <<= 10;
+		/* fall through */
+	case 'M':
+		val <<= 10;
+		/* fall through */
+	case 'K':
+		val <<= 10;
+		end++;
+	}
+	*size = val;
+	return *end && *end != '@' ? -1 : end - s;
+}
+
+static int parse_mr(const char *arg, struct pinner_mr *m)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	int n;
+
+	n = parse_size(arg, &m->length);
+	if (n < 0 || !m->length)
+		return -1;
+	m->offset = 0;
+	if (arg[n] == '@' && parse_size(arg + n + 1, &m->offset) < 0)
+		return -1;
+	m->buf_len = (m->offset + m->length + page - 1) & ~(page - 1);
+	return 0;
+}
+
+static void *register_mrs(void *arg)
+{
+	struct pinner_thread *t = arg;
+	struct pinner_mr *m;
+	int i;
+
+	for (i = t->first; i < t->nmrs; i += t->step) {
+		m = &t->mrs[i];
+		m->buf = mmap(NULL, m->buf_len, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m->buf == MAP_FAILED) {
+			m->buf = NULL;
+			m->err = errno;
+			continue;
+		}
+		memset(m->buf, 0x5a, m->buf_len);
+		if (_do_reg(t->pd, (char *)m->buf + m->offset, m->length,
+			    &m->mr))
+			m->err = errno;
+	}
+	return NULL;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: mrpin_pinner [--dev NAME] [--threads N] [--hold] [--no-dereg] SIZE[@OFFSET]...\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dev", required_argument, NULL, 'd' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "hold", no_argument, NULL, 'h' },
+		{ "no-dereg", no_argument, NULL, 'n' },
+		{ }
+	};
+	const char *dev = mrpin_dev_name();
+	bool hold = false, dereg = true;
+	struct pinner_thread *threads;
+	struct ibv_context *ctx;
+	struct pinner_mr *mrs;
+	int nthreads = 1, nmrs, i, c, sig, ret = 0;
+	struct ibv_pd *pd;
+	char buf[64];
+	sigset_t set;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			dev = optarg;
+			break;
+		case 't':
+			nthreads = atoi(optarg);
+			if (nthreads < 1)
+				usage();
+			break;
+		case 'h':
+			hold = true;
+			break;
+		case 'n':
+			dereg = false;
+			break;
+		default:
+			usage();
+		}
+	}
+	nmrs = argc - optind;
+	if (!nmrs)
+		usage();
+	mrs = calloc(nmrs, sizeof(*mrs));
+	threads = calloc(nthreads, sizeof(*threads));
+	if (!mrs || !threads)
+		return 1;
+	for (i = 0; i < nmrs; i++)
+		if (parse_mr(argv[optind + i], &mrs[i]))
+			usage();
+
+	/* SIGTERM and SIGINT end --hold, through sigwait(). */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	if (hold)
+		sigprocmask(SIG_BLOCK, &set, NULL);
+
+	mrpin_unlimit_memlock();
+	ctx = mrpin_open_dev(dev);
+	if (!ctx) {
+		fprintf(stderr, "mrpin_pinner: cannot open %s: %s\n", dev,
+			strerror(errno));
+		return 1;
+	}
+	pd = ibv_alloc_pd(ctx);
+	if (!pd) {
+		fprintf(stderr, "mrpin_pinner: ibv_alloc_pd: %s\n",
+			strerror(errno));
+		return 1;
+	}
+
+	for (i = 0; i < nthreads; i++) {
+		threads[i] = (struct pinner_thread) {
+			.pd = pd, .mrs = mrs, .nmrs = nmrs,
+			.first = i, .step = nthreads,
+		};
+		if (pthread_create(&threads[i].thread, NULL, register_mrs,
+				   &threads[i])) {
+			fprintf(stderr, "mrpin_pinner: pthread_create failed\n");
+			return 1;
+		}
+	}
+	for (i = 0; i < nthreads; i++)
+		pthread_join(threads[i].thread, NULL);
+	for (i = 0; i < nmrs; i++) {
+		if (mrs[i].err) {
+			fprintf(stderr, "mrpin_pinner: MR %d (%zu@%zu): %s\n",
+				i, mrs[i].length, mrs[i].offset,
+				strerror(mrs[i].err));
+			return 1;
+		}
+		printf("mr %" PRIuPTR " %zu\n",
+		       (uintptr_t)mrs[i].buf + mrs[i].offset, mrs[i].length);
+	}
+	printf("ready\n");
+	fflush(stdout);
+
+	if (hold)
+		sigwait(&set, &sig);
+	else
+		while (read(STDIN_FILENO, buf, sizeof(buf)) > 0)
+			;
+	if (!dereg)
+		exit(0);	/* the kernel releases the MRs at exit */
+
+	for (i = 0; i < nmrs; i++) {
+		if (_do_dereg(mrs[i].mr)) {
+			fprintf(stderr, "mrpin_pinner: ibv_dereg_mr: %s\n",
+				strerror(errno));
+			ret = 1;
+		}
+		munmap(mrs[i].buf, mrs[i].buf_len);
+	}
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	free(threads);
+	free(mrs);
+	return ret;
+}

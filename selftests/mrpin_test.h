@@ -1,0 +1,685 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Shared helpers of mrpin's C selftests: the RDMA device, registration in
+ * the iommufd selftest style (_do_reg() returns 0 or -1 with errno;
+ * do_reg() asserts success; do_reg_err() asserts a given errno), readers of
+ * mrpin's debugfs tables and of VmPin, and the checks every test makes.
+ *
+ * The parts that use kselftest_harness.h (ASSERT_*, EXPECT_*) are only
+ * defined when it was included first; the rest also serves mrpin_pinner.
+ */
+#ifndef __MRPIN_TEST_H
+#define __MRPIN_TEST_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <infiniband/verbs.h>
+
+#define MRPIN_DEBUGFS		"/sys/kernel/debug/mrpin"
+#define MRPIN_DEFAULT_DEV	"rxe0"
+#define MRPIN_ACCESS		IBV_ACCESS_LOCAL_WRITE
+/* memlock_bytes of a process without a limit ("unlimited"). */
+#define MRPIN_UNLIMITED		UINT64_MAX
+
+/* The device under test: $MRPIN_TEST_DEV, default rxe0. */
+static inline const char *mrpin_dev_name(void)
+{
+	const char *name = getenv("MRPIN_TEST_DEV");
+
+	return name && *name ? name : MRPIN_DEFAULT_DEV;
+}
+
+/* Open the RDMA device called @name; NULL with errno set if impossible. */
+static inline struct ibv_context *mrpin_open_dev(const char *name)
+{
+	struct ibv_context *ctx = NULL;
+	struct ibv_device **list;
+	int i, n, err = ENODEV;
+
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if (strcmp(ibv_get_device_name(list[i]), name))
+			continue;
+		ctx = ibv_open_device(list[i]);
+		err = errno;
+		break;
+	}
+	ibv_free_device_list(list);
+	if (!ctx)
+		errno = err;
+	return ctx;
+}
+
+/* Lift RLIMIT_MEMLOCK (root only; the guest's default is 8 MiB). */
+static inline int mrpin_unlimit_memlock(void)
+{
+	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+
+	return setrlimit(RLIMIT_MEMLOCK, &rl);
+}
+
+/* Bytes an MR of [start, start + length) pins: the pages it spans. */
+static inline uint64_t mrpin_span_bytes(uintptr_t start, uint64_t length)
+{
+	uint64_t page = sysconf(_SC_PAGESIZE);
+
+	return ((start + length + page - 1) & ~(page - 1)) - (start & ~(page - 1));
+}
+
+/* Register [addr, addr + length): 0, or -1 with errno set. */
+static inline int _do_reg(struct ibv_pd *pd, void *addr, size_t length,
+			  struct ibv_mr **mr)
+{
+	*mr = ibv_reg_mr(pd, addr, length, MRPIN_ACCESS);
+	return *mr ? 0 : -1;
+}
+
+/* Deregister: 0, or -1 with errno set. */
+static inline int _do_dereg(struct ibv_mr *mr)
+{
+	int ret = ibv_dereg_mr(mr);
+
+	if (ret) {
+		errno = ret;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The debugfs tables: a first line "# " + column names, then one row per
+ * line, fields separated by white space.  The readers below find each
+ * field they want by its column's name and fail with -EPROTO when one is
+ * missing or malformed; columns they do not know are ignored.
+ */
+struct mrpin_proc_row {
+	pid_t pid;
+	char comm[64];
+	uint64_t uid;
+	char cgroup[512];
+	uint64_t pins;
+	uint64_t pinned_bytes;
+	uint64_t peak_bytes;
+	uint64_t vm_pinned_bytes;
+	uint64_t memlock_bytes;	/* MRPIN_UNLIMITED: "unlimited" */
+	uint64_t denials;
+};
+
+struct mrpin_pin_row {
+	uint64_t id;
+	pid_t pid;
+	char comm[64];
+	char device[64];
+	uint64_t start;
+	uint64_t length;
+	uint64_t pinned_bytes;
+	char caller[128];
+	uint64_t age_ms;
+};
+
+struct mrpin_dev_row {
+	char device[64];
+	char node_guid[32];
+	uint64_t max_mr;
+	uint64_t pins;
+	uint64_t pinned_bytes;
+};
+
+struct mrpin_stats {
+	uint64_t pins;
+	uint64_t pinned_bytes;
+	uint64_t peak_pinned_bytes;
+	uint64_t pins_total;
+	uint64_t releases_total;
+	uint64_t untracked_releases_total;
+	uint64_t denials_total;
+	uint64_t warnings_total;
+};
+
+enum mrpin_col_type {
+	MRPIN_COL_U64,
+	MRPIN_COL_PID,
+	MRPIN_COL_STR,		/* escaped like /proc/self/mountinfo */
+	MRPIN_COL_LIMIT,	/* a number or "unlimited" */
+};
+
+struct mrpin_col {
+	const char *name;
+	enum mrpin_col_type type;
+	size_t offset;
+	size_t size;
+};
+
+#define MRPIN_COL(type, field, kind)					\
+	{ #field, kind, offsetof(type, field), sizeof(((type *)0)->field) }
+
+/*
+ * Read a whole (debugfs) file into *@bufp (NUL-terminated, to free()).
+ * Return: 0 or a negative errno.
+ */
+static inline int mrpin_read_file(const char *path, char **bufp)
+{
+	size_t len = 0, size = 16384;
+	char *buf, *tmp;
+	ssize_t n;
+	int fd;
+
+	*bufp = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(size);
+	while (buf) {
+		n = read(fd, buf + len, size - len - 1);
+		if (n <= 0) {
+			if (!n)
+				break;
+			n = -errno;
+			free(buf);
+			close(fd);
+			return n;
+		}
+		len += n;
+		if (size - len > 1)
+			continue;
+		size *= 2;
+		tmp = realloc(buf, size);
+		if (!tmp)
+			free(buf);
+		buf = tmp;
+	}
+	close(fd);
+	if (!buf)
+		return -ENOMEM;
+	buf[len] = '\0';
+	*bufp = buf;
+	return 0;
+}
+
+/* Undo seq_escape(): "\ooo" octal escapes. */
+static inline int mrpin_unescape(char *dst, size_t size, const char *src)
+{
+	size_t i = 0;
+
+	for (; *src; src++) {
+		char c = *src;
+
+		if (c == '\\' && src[1] >= '0' && src[1] <= '3' &&
+		    src[2] >= '0' && src[2] <= '7' &&
+		    src[3] >= '0' && src[3] <= '7') {
+			c = (src[1] - '0') << 6 | (src[2] - '0') << 3 |
+			    (src[3] - '0');
+			src += 3;
+		}
+		if (i + 1 >= size)
+			return -EPROTO;
+		dst[i++] = c;
+	}
+	dst[i] = '\0';
+	return 0;
+}
+
+static inline int mrpin_parse_u64(const char *s, uint64_t *val)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EPROTO;
+	errno = 0;
+	*val = strtoull(s, &end, 10);
+	return errno || *end ? -EPROTO : 0;
+}
+
+static inline int mrpin_store(void *row, const struct mrpin_col *col,
+			      const char *field)
+{
+	void *dst = (char *)row + col->offset;
+	uint64_t val;
+
+	switch (col->type) {
+	case MRPIN_COL_STR:
+		return mrpin_unescape(dst, col->size, field);
+	case MRPIN_COL_LIMIT:
+		if (!strcmp(field, "unlimited")) {
+			*(uint64_t *)dst = MRPIN_UNLIMITED;
+			return 0;
+		}
+		/* fall through */
+	case MRPIN_COL_U64:
+		return mrpin_parse_u64(field, dst);
+	case MRPIN_COL_PID:
+		if (mrpin_parse_u64(field, &val) || val > INT32_MAX)
+			return -EPROTO;
+		*(pid_t *)dst = val;
+		return 0;
+	}
+	return -EPROTO;
+}
+
+#define MRPIN_MAX_COLS	32
+
+/* Split the next line of *@pos into fields; 0 at the end of the text. */
+static inline int mrpin_split_line(char **pos, char **fields)
+{
+	char *line = *pos, *end, *tok, *save;
+	int n = 0;
+
+	if (!*line)
+		return 0;
+	end = strchr(line, '\n');
+	if (end) {
+		*end = '\0';
+		*pos = end + 1;
+	} else {
+		*pos = line + strlen(line);
+	}
+	for (tok = strtok_r(line, " \t", &save); tok;
+	     tok = strtok_r(NULL, " \t", &save)) {
+		if (n == MRPIN_MAX_COLS)
+			return -EPROTO;
+		fields[n++] = tok;
+	}
+	return n ? n : -EPROTO;
+}
+
+/*
+ * Parse the table in debugfs file @name into an array of @row_size rows
+ * (*@rowsp, to free()), filling the columns of @cols.
+ * Return: the number of rows, or a negative errno.
+ */
+static inline int mrpin_read_table(const char *name,
+				   const struct mrpin_col *cols, int ncols,
+				   size_t row_size, void **rowsp)
+{
+	char path[256], *buf, *pos, *fields[MRPIN_MAX_COLS];
+	int idx[MRPIN_MAX_COLS], nhdr, nf, i, j, nrows = 0, ret;
+	char *rows = NULL, *tmp;
+
+	snprintf(path, sizeof(path), "%s/%s", MRPIN_DEBUGFS, name);
+	ret = mrpin_read_file(path, &buf);
+	if (ret)
+		return ret;
+	pos = buf;
+	ret = -EPROTO;
+	nhdr = mrpin_split_line(&pos, fields);
+	if (nhdr < 2 || strcmp(fields[0], "#"))
+		goto out;
+	for (i = 0; i < ncols; i++) {
+		idx[i] = -1;
+		for (j = 1; j < nhdr; j++)
+			if (!strcmp(fields[j], cols[i].name))
+				idx[i] = j - 1;
+		if (idx[i] < 0)
+			goto out;
+	}
+	while ((nf = mrpin_split_line(&pos, fields)) != 0) {
+		if (nf != nhdr - 1)
+			goto out;
+		tmp = realloc(rows, (nrows + 1) * row_size);
+		if (!tmp) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		rows = tmp;
+		memset(rows + nrows * row_size, 0, row_size);
+		for (i = 0; i < ncols; i++)
+			if (mrpin_store(rows + nrows * row_size, &cols[i],
+					fields[idx[i]]))
+				goto out;
+		nrows++;
+	}
+	ret = nrows;
+out:
+	free(buf);
+	if (ret < 0)
+		free(rows);
+	else
+		*rowsp = rows;
+	return ret;
+}
+
+#define MRPIN_PROC_COL(f, kind) MRPIN_COL(struct mrpin_proc_row, f, kind)
+#define MRPIN_PIN_COL(f, kind) MRPIN_COL(struct mrpin_pin_row, f, kind)
+#define MRPIN_DEV_COL(f, kind) MRPIN_COL(struct mrpin_dev_row, f, kind)
+#define MRPIN_STAT(f) MRPIN_COL(struct mrpin_stats, f, MRPIN_COL_U64)
+
+static const struct mrpin_col mrpin_proc_cols[] = {
+	MRPIN_PROC_COL(pid, MRPIN_COL_PID),
+	MRPIN_PROC_COL(comm, MRPIN_COL_STR),
+	MRPIN_PROC_COL(uid, MRPIN_COL_U64),
+	MRPIN_PROC_COL(cgroup, MRPIN_COL_STR),
+	MRPIN_PROC_COL(pins, MRPIN_COL_U64),
+	MRPIN_PROC_COL(pinned_bytes, MRPIN_COL_U64),
+	MRPIN_PROC_COL(peak_bytes, MRPIN_COL_U64),
+	MRPIN_PROC_COL(vm_pinned_bytes, MRPIN_COL_U64),
+	MRPIN_PROC_COL(memlock_bytes, MRPIN_COL_LIMIT),
+	MRPIN_PROC_COL(denials, MRPIN_COL_U64),
+};
+
+static const struct mrpin_col mrpin_pin_cols[] = {
+	MRPIN_PIN_COL(id, MRPIN_COL_U64),
+	MRPIN_PIN_COL(pid, MRPIN_COL_PID),
+	MRPIN_PIN_COL(comm, MRPIN_COL_STR),
+	MRPIN_PIN_COL(device, MRPIN_COL_STR),
+	MRPIN_PIN_COL(start, MRPIN_COL_U64),
+	MRPIN_PIN_COL(length, MRPIN_COL_U64),
+	MRPIN_PIN_COL(pinned_bytes, MRPIN_COL_U64),
+	MRPIN_PIN_COL(caller, MRPIN_COL_STR),
+	MRPIN_PIN_COL(age_ms, MRPIN_COL_U64),
+};
+
+static const struct mrpin_col mrpin_dev_cols[] = {
+	MRPIN_DEV_COL(device, MRPIN_COL_STR),
+	MRPIN_DEV_COL(node_guid, MRPIN_COL_STR),
+	MRPIN_DEV_COL(max_mr, MRPIN_COL_U64),
+	MRPIN_DEV_COL(pins, MRPIN_COL_U64),
+	MRPIN_DEV_COL(pinned_bytes, MRPIN_COL_U64),
+};
+
+static const struct mrpin_col mrpin_stat_keys[] = {
+	MRPIN_STAT(pins),
+	MRPIN_STAT(pinned_bytes),
+	MRPIN_STAT(peak_pinned_bytes),
+	MRPIN_STAT(pins_total),
+	MRPIN_STAT(releases_total),
+	MRPIN_STAT(untracked_releases_total),
+	MRPIN_STAT(denials_total),
+	MRPIN_STAT(warnings_total),
+};
+
+#define MRPIN_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* `procs`: the number of rows in *@rows (to free()), or a negative errno. */
+static inline int mrpin_read_procs(struct mrpin_proc_row **rows)
+{
+	return mrpin_read_table("procs", mrpin_proc_cols,
+				MRPIN_ARRAY_SIZE(mrpin_proc_cols),
+				sizeof(**rows), (void **)rows);
+}
+
+static inline int mrpin_read_pins(struct mrpin_pin_row **rows)
+{
+	return mrpin_read_table("pins", mrpin_pin_cols,
+				MRPIN_ARRAY_SIZE(mrpin_pin_cols),
+				sizeof(**rows), (void **)rows);
+}
+
+static inline int mrpin_read_devices(struct mrpin_dev_row **rows)
+{
+	return mrpin_read_table("devices", mrpin_dev_cols,
+				MRPIN_ARRAY_SIZE(mrpin_dev_cols),
+				sizeof(**rows), (void **)rows);
+}
+
+/* `stats`: "key value" lines; every key of struct mrpin_stats must be there. */
+static inline int mrpin_read_stats(struct mrpin_stats *stats)
+{
+	bool seen[MRPIN_ARRAY_SIZE(mrpin_stat_keys)] = { false };
+	char *buf, *pos, *fields[MRPIN_MAX_COLS];
+	int n, i, ret;
+
+	ret = mrpin_read_file(MRPIN_DEBUGFS "/stats", &buf);
+	if (ret)
+		return ret;
+	pos = buf;
+	ret = -EPROTO;
+	while ((n = mrpin_split_line(&pos, fields)) != 0) {
+		if (n != 2)
+			goto out;
+		for (i = 0; i < (int)MRPIN_ARRAY_SIZE(mrpin_stat_keys); i++) {
+			if (strcmp(fields[0], mrpin_stat_keys[i].name))
+				continue;
+			if (mrpin_store(stats, &mrpin_stat_keys[i], fields[1]))
+				goto out;
+			seen[i] = true;
+		}
+	}
+	for (i = 0; i < (int)MRPIN_ARRAY_SIZE(mrpin_stat_keys); i++)
+		if (!seen[i])
+			goto out;
+	ret = 0;
+out:
+	free(buf);
+	return ret;
+}
+
+static inline const struct mrpin_proc_row *
+mrpin_find_proc(const struct mrpin_proc_row *rows, int n, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (rows[i].pid == pid)
+			return &rows[i];
+	return NULL;
+}
+
+static inline const struct mrpin_dev_row *
+mrpin_find_dev(const struct mrpin_dev_row *rows, int n, const char *name)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(rows[i].device, name))
+			return &rows[i];
+	return NULL;
+}
+
+/* The `pins` rows of process @pid, moved to the front; their number. */
+static inline int mrpin_pins_of(struct mrpin_pin_row *rows, int n, pid_t pid)
+{
+	struct mrpin_pin_row tmp;
+	int i, found = 0;
+
+	for (i = 0; i < n; i++) {
+		if (rows[i].pid != pid)
+			continue;
+		tmp = rows[found];
+		rows[found++] = rows[i];
+		rows[i] = tmp;
+	}
+	return found;
+}
+
+/*
+ * VmPin of process @pid in bytes (mm->pinned_vm): 0 or a negative errno
+ * (-ESRCH when the process or its mm is gone).
+ */
+static inline int mrpin_vmpin(pid_t pid, uint64_t *bytes)
+{
+	char path[64], *buf, *line;
+	uint64_t kib;
+	int ret;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	ret = mrpin_read_file(path, &buf);
+	if (ret)
+		return ret == -ENOENT ? -ESRCH : ret;
+	line = strstr(buf, "\nVmPin:");
+	ret = -ESRCH;
+	if (line && sscanf(line, "\nVmPin: %" SCNu64 " kB", &kib) == 1) {
+		*bytes = kib * 1024;
+		ret = 0;
+	}
+	free(buf);
+	return ret;
+}
+
+/* The comm of process @pid, as the kernel keeps it. */
+static inline int mrpin_comm(pid_t pid, char *comm, size_t size)
+{
+	char path[64], *buf;
+	int ret;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	ret = mrpin_read_file(path, &buf);
+	if (ret)
+		return ret;
+	buf[strcspn(buf, "\n")] = '\0';
+	snprintf(comm, size, "%s", buf);
+	free(buf);
+	return 0;
+}
+
+#ifdef __KSELFTEST_HARNESS_H
+
+#define do_reg(pd, addr, length, mr)					\
+	ASSERT_EQ(0, _do_reg(pd, addr, length, mr)) {			\
+		TH_LOG("ibv_reg_mr(%p, %zu): %s", (void *)(addr),	\
+		       (size_t)(length), strerror(errno));		\
+	}
+
+#define do_reg_err(_errno, pd, addr, length)				\
+	({								\
+		struct ibv_mr *__mr;					\
+									\
+		ASSERT_EQ(-1, _do_reg(pd, addr, length, &__mr));	\
+		ASSERT_EQ(_errno, errno) {				\
+			TH_LOG("ibv_reg_mr(%p, %zu): %s", (void *)(addr),\
+			       (size_t)(length), strerror(errno));	\
+		}							\
+	})
+
+#define do_dereg(mr)							\
+	ASSERT_EQ(0, _do_dereg(mr)) {					\
+		TH_LOG("ibv_dereg_mr: %s", strerror(errno));		\
+	}
+
+/*
+ * The checks below only EXPECT_*(), without handler blocks, and return
+ * early when they cannot go on: the fixture teardowns use them too.  In the
+ * 6.1 harness, an ASSERT_*() failing in a teardown makes it run the
+ * teardown again, and one failing in a test leaves the next handler block
+ * (the teardown's first) to run whether its check fails or not.
+ */
+
+/*
+ * The acceptance oracle, for a moment when no registration is in flight:
+ * the sums of `procs` and of `devices` equal the totals of `stats`, both
+ * in pins and in bytes.
+ */
+static inline void __check_sums(struct __test_metadata *_metadata)
+{
+	uint64_t proc_pins = 0, proc_bytes = 0, dev_pins = 0, dev_bytes = 0;
+	struct mrpin_proc_row *procs;
+	struct mrpin_dev_row *devs;
+	struct mrpin_stats stats;
+	int nprocs, ndevs, ret, i;
+
+	nprocs = mrpin_read_procs(&procs);
+	EXPECT_LE(0, nprocs);
+	if (nprocs < 0)
+		return;
+	for (i = 0; i < nprocs; i++) {
+		proc_pins += procs[i].pins;
+		proc_bytes += procs[i].pinned_bytes;
+	}
+	free(procs);
+	ret = mrpin_read_stats(&stats);
+	EXPECT_EQ(0, ret);
+	if (ret)
+		return;
+	ndevs = mrpin_read_devices(&devs);
+	EXPECT_LE(0, ndevs);
+	if (ndevs < 0)
+		return;
+	for (i = 0; i < ndevs; i++) {
+		dev_pins += devs[i].pins;
+		dev_bytes += devs[i].pinned_bytes;
+	}
+	free(devs);
+	EXPECT_EQ(stats.pinned_bytes, proc_bytes);
+	EXPECT_EQ(stats.pinned_bytes, dev_bytes);
+	EXPECT_EQ(stats.pins, proc_pins);
+	EXPECT_EQ(stats.pins, dev_pins);
+	EXPECT_LE(stats.pinned_bytes, stats.peak_pinned_bytes);
+}
+#define check_sums() __check_sums(_metadata)
+
+/*
+ * Process @pid, which pins only through RDMA and has no registration in
+ * flight, holds @pins pins of @bytes bytes: its `procs` line (none when
+ * @pins is 0) says so and agrees with its VmPin, and so do the sums.
+ */
+static inline void __check_proc(struct __test_metadata *_metadata, pid_t pid,
+				uint64_t pins, uint64_t bytes)
+{
+	const struct mrpin_proc_row *p;
+	struct mrpin_proc_row *procs;
+	uint64_t vmpin;
+	int n, ret;
+
+	n = mrpin_read_procs(&procs);
+	EXPECT_LE(0, n);
+	if (n < 0)
+		return;
+	p = mrpin_find_proc(procs, n, pid);
+	ret = mrpin_vmpin(pid, &vmpin);
+	EXPECT_EQ(0, ret);
+	if (ret) {
+		TH_LOG("VmPin of pid %d: %s", pid, strerror(-ret));
+		goto out;
+	}
+	EXPECT_EQ(bytes, vmpin);
+	if (!pins) {
+		EXPECT_EQ(NULL, p);
+		if (p)
+			TH_LOG("pid %d: %" PRIu64 " pins of %" PRIu64 " bytes left",
+			       pid, p->pins, p->pinned_bytes);
+		goto out;
+	}
+	EXPECT_NE(NULL, p);
+	if (!p) {
+		TH_LOG("pid %d has no line in procs", pid);
+		goto out;
+	}
+	EXPECT_EQ(pins, p->pins);
+	EXPECT_EQ(bytes, p->pinned_bytes);
+	EXPECT_EQ(vmpin, p->pinned_bytes);
+	EXPECT_EQ(vmpin, p->vm_pinned_bytes);
+	EXPECT_LE(p->pinned_bytes, p->peak_bytes);
+out:
+	free(procs);
+	check_sums();
+}
+#define check_proc(pid, pins, bytes) __check_proc(_metadata, pid, pins, bytes)
+
+/* Neither `procs` nor `pins` has anything of process @pid (gone or not). */
+static inline void __check_no_trace(struct __test_metadata *_metadata,
+				    pid_t pid)
+{
+	struct mrpin_proc_row *procs;
+	struct mrpin_pin_row *pins;
+	int n;
+
+	n = mrpin_read_procs(&procs);
+	EXPECT_LE(0, n);
+	if (n < 0)
+		return;
+	EXPECT_EQ(NULL, mrpin_find_proc(procs, n, pid));
+	free(procs);
+	n = mrpin_read_pins(&pins);
+	EXPECT_LE(0, n);
+	if (n < 0)
+		return;
+	EXPECT_EQ(0, mrpin_pins_of(pins, n, pid));
+	free(pins);
+}
+#define check_no_trace(pid) __check_no_trace(_metadata, pid)
+
+#endif /* __KSELFTEST_HARNESS_H */
+
+#endif /* __MRPIN_TEST_H */
