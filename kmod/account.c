@@ -1,29 +1,44 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Owners and charges: who holds how many pinned bytes.
+ * Owners and charges: who holds how many pinned bytes, against which limit.
  *
- * Every pin is charged, in the same order, to its process (struct
- * mrpin_proc, one per address space), its device (struct mrpin_dev) and the
- * global counters (mrpin_stats).  A charge is made before the real
- * ib_umem_get() pins anything, exactly as ib_umem_get() itself charges
- * mm->pinned_vm first, and is rolled back with the same numbers if the pin
- * fails.  Hence, for a process that pins only through ib_umem_get(), its
- * pinned_bytes equals its VmPin whenever no registration is in flight.
+ * Every pin is charged, in this order, to
+ *	the machine (mrpin_stats.usage),
+ *	its process (struct mrpin_proc, one per address space),
+ *	its user (struct mrpin_user),
+ *	its cgroup and every ancestor (struct mrpin_cg, leaf to root),
+ * each a struct mrpin_counter, and to its device (no limit there).  At each
+ * level the charge is added first and compared with the level's limits
+ * after (atomic64_add_return), so concurrent pins can never overshoot a
+ * limit together: the one that crosses it sees the crossing, rolls back
+ * exactly the levels it charged, and is refused (misc_cg_try_charge() and
+ * iommufd's incr_user_locked_vm() work the same way).
  *
- * Words: "charge" adds a pin's bytes to its owners; "commit" makes a
- * charged pin count as a registration; "uncharge" takes the bytes back,
- * as a release or as the rollback of a pin that failed.
+ * The charge is made before the real ib_umem_get() pins anything, exactly
+ * as ib_umem_get() itself charges mm->pinned_vm first, and is taken back
+ * with the same numbers when the pin fails or is released.  Hence, for a
+ * process that pins only through ib_umem_get(), its pinned bytes equal its
+ * VmPin whenever no registration is in flight.
+ *
+ * Words: "try_charge" adds a pin to its owners and checks the limits;
+ * "commit" counts a charged pin the kernel made as a registration;
+ * "uncharge" takes the pin back, as a release or as the rollback of a pin
+ * that was refused or failed.
  *
  * Process records are keyed by mm, not by pid: ib_umem_get() charges
  * current->mm and ib_umem_release() uncharges umem->owning_mm, possibly from
  * another task (at exit, current->mm is already gone).  The record holds the
  * mm with mmgrab() so that VmPin (mm->pinned_vm) can be read while it lives.
+ * Cgroup records are keyed by cgroup id and hold their parent's record, so a
+ * pin stays charged to the cgroup it was made in, even after its process
+ * moved or the cgroup was removed.
  *
  * Locking (outer to inner):
- *   mrpin_procs_lock (mutex): the hash and the list of records; taken to
- *	create a record and to drop its last reference
- *   proc->lock (spinlock): the record's counters and cgroup
- * Lookups walk the hash under RCU; records are freed through RCU.
+ *   mrpin_owners_lock (mutex): the three owner hashes and mrpin_procs;
+ *	taken to create a record and to drop a record's last reference
+ *   proc->lock (spinlock): a process's bookkeeping (peak, counts, cgroup)
+ * Counters are atomics.  Lookups walk the hashes under RCU; records are
+ * freed through RCU.
  */
 #include <linux/cgroup.h>
 #include <linux/hashtable.h>
@@ -33,14 +48,16 @@
 
 #include "mrpin.h"
 
-#define MRPIN_PROC_HASH_BITS 8
-
-static DEFINE_HASHTABLE(mrpin_procs_hash, MRPIN_PROC_HASH_BITS);
+static DEFINE_HASHTABLE(mrpin_procs_hash, MRPIN_OWNER_HASH_BITS);
+DEFINE_HASHTABLE(mrpin_users_hash, MRPIN_OWNER_HASH_BITS);
+DEFINE_HASHTABLE(mrpin_cgs_hash, MRPIN_OWNER_HASH_BITS);
 LIST_HEAD(mrpin_procs);
-/* Protects mrpin_procs and mrpin_procs_hash; see the lock map above. */
-DEFINE_MUTEX(mrpin_procs_lock);
+/* Protects the owner hashes and mrpin_procs; see the lock map above. */
+DEFINE_MUTEX(mrpin_owners_lock);
 
 struct mrpin_stats mrpin_stats;
+
+/* --- processes --- */
 
 static struct mrpin_proc *mrpin_proc_find_rcu(struct mm_struct *mm)
 {
@@ -109,7 +126,7 @@ struct mrpin_proc *mrpin_proc_get_current(void)
 	if (!new)
 		return ERR_PTR(-ENOMEM);
 
-	mutex_lock(&mrpin_procs_lock);
+	mutex_lock(&mrpin_owners_lock);
 	/* Under the lock, a record found has a non-zero count. */
 	proc = mrpin_proc_find_rcu(mm);
 	if (proc) {
@@ -120,7 +137,7 @@ struct mrpin_proc *mrpin_proc_get_current(void)
 		proc = new;
 		new = NULL;
 	}
-	mutex_unlock(&mrpin_procs_lock);
+	mutex_unlock(&mrpin_owners_lock);
 	if (new)
 		mrpin_proc_free(new);
 	return proc;
@@ -136,14 +153,15 @@ struct mrpin_proc *mrpin_proc_get_current(void)
  */
 void mrpin_proc_put(struct mrpin_proc *proc)
 {
-	if (!refcount_dec_and_mutex_lock(&proc->ref, &mrpin_procs_lock))
+	if (!refcount_dec_and_mutex_lock(&proc->ref, &mrpin_owners_lock))
 		return;
 	hash_del_rcu(&proc->hnode);
 	list_del(&proc->node);
-	mutex_unlock(&mrpin_procs_lock);
-	WARN_ONCE(proc->pins || proc->pinned_bytes,
-		  "mrpin: pid %d (%s) record freed with %llu pins, %llu bytes\n",
-		  proc->tgid, proc->comm, proc->pins, proc->pinned_bytes);
+	mutex_unlock(&mrpin_owners_lock);
+	WARN_ONCE(atomic64_read(&proc->usage.pins) ||
+		  atomic64_read(&proc->usage.pinned_bytes),
+		  "mrpin: pid %d (%s) record freed with pins left\n",
+		  proc->tgid, proc->comm);
 	mrpin_proc_free(proc);
 }
 
@@ -161,6 +179,176 @@ u64 mrpin_proc_vm_pinned_bytes(const struct mrpin_proc *proc)
 	return (u64)atomic64_read(&proc->mm->pinned_vm) << PAGE_SHIFT;
 }
 
+/* --- users --- */
+
+static struct mrpin_user *mrpin_user_find_rcu(kuid_t uid)
+{
+	struct mrpin_user *user;
+
+	hash_for_each_possible_rcu(mrpin_users_hash, user, hnode,
+				   __kuid_val(uid))
+		if (uid_eq(user->uid, uid))
+			return user;
+	return NULL;
+}
+
+/**
+ * mrpin_user_get() - find or create the record of a user
+ * @uid: the user
+ *
+ * Context: process context, may sleep.
+ * Return: the record with a reference, or ERR_PTR(-ENOMEM).
+ */
+struct mrpin_user *mrpin_user_get(kuid_t uid)
+{
+	struct mrpin_user *user, *new;
+
+	rcu_read_lock();
+	user = mrpin_user_find_rcu(uid);
+	if (user && !refcount_inc_not_zero(&user->ref))
+		user = NULL;
+	rcu_read_unlock();
+	if (user)
+		return user;
+
+	new = kzalloc(sizeof(*new), GFP_KERNEL);
+	if (!new)
+		return ERR_PTR(-ENOMEM);
+	refcount_set(&new->ref, 1);
+	new->uid = uid;
+
+	mutex_lock(&mrpin_owners_lock);
+	user = mrpin_user_find_rcu(uid);
+	if (user) {
+		refcount_inc(&user->ref);
+		kfree(new);
+	} else {
+		hash_add_rcu(mrpin_users_hash, &new->hnode, __kuid_val(uid));
+		user = new;
+	}
+	mutex_unlock(&mrpin_owners_lock);
+	return user;
+}
+
+/**
+ * mrpin_user_put() - drop a reference to a user record
+ * @user: the record
+ *
+ * Context: process context, may sleep.
+ */
+void mrpin_user_put(struct mrpin_user *user)
+{
+	if (!refcount_dec_and_mutex_lock(&user->ref, &mrpin_owners_lock))
+		return;
+	hash_del_rcu(&user->hnode);
+	mutex_unlock(&mrpin_owners_lock);
+	kfree_rcu(user, rcu);
+}
+
+/* --- cgroups --- */
+
+static struct mrpin_cg *mrpin_cg_find_rcu(u64 id)
+{
+	struct mrpin_cg *cg;
+
+	hash_for_each_possible_rcu(mrpin_cgs_hash, cg, hnode, id)
+		if (cg->id == id)
+			return cg;
+	return NULL;
+}
+
+/**
+ * mrpin_cg_get() - find or create the records of a cgroup and its ancestors
+ * @cgrp: the cgroup (default hierarchy), held by the caller
+ *
+ * Context: process context, may sleep.
+ * Return: the cgroup's record with a reference, or ERR_PTR(-ENOMEM).
+ */
+struct mrpin_cg *mrpin_cg_get(struct cgroup *cgrp)
+{
+	struct mrpin_cg *cg, *found = NULL, *leaf = NULL, *child = NULL;
+	struct cgroup *c;
+
+	rcu_read_lock();
+	cg = mrpin_cg_find_rcu(cgroup_id(cgrp));
+	if (cg && !refcount_inc_not_zero(&cg->ref))
+		cg = NULL;
+	rcu_read_unlock();
+	if (cg)
+		return cg;
+
+	/*
+	 * Create the missing records from the leaf up to the first existing
+	 * one, and publish them only once the chain is complete, so that a
+	 * lookup never finds a record without its ancestors.  Each new
+	 * record's first reference belongs to its child (or, for the leaf, to
+	 * the caller); the existing one gets a reference for its new child.
+	 */
+	mutex_lock(&mrpin_owners_lock);
+	for (c = cgrp; c; c = cgroup_parent(c)) {
+		found = mrpin_cg_find_rcu(cgroup_id(c));
+		if (found) {
+			refcount_inc(&found->ref);
+			cg = found;
+		} else {
+			cg = kzalloc(sizeof(*cg), GFP_KERNEL);
+			if (!cg)
+				goto nomem;
+			refcount_set(&cg->ref, 1);
+			cg->id = cgroup_id(c);
+		}
+		if (child)
+			child->parent = cg;
+		else
+			leaf = cg;
+		if (found)
+			break;
+		child = cg;
+	}
+	for (cg = leaf; cg && cg != found; cg = cg->parent)
+		hash_add_rcu(mrpin_cgs_hash, &cg->hnode, cg->id);
+	mutex_unlock(&mrpin_owners_lock);
+	return leaf;
+
+nomem:
+	mutex_unlock(&mrpin_owners_lock);
+	while (leaf) {
+		child = leaf->parent;
+		kfree(leaf);
+		leaf = child;
+	}
+	return ERR_PTR(-ENOMEM);
+}
+
+/**
+ * mrpin_cg_put() - drop a reference to a cgroup record
+ * @cg: the record
+ *
+ * A record freed drops its reference to its parent's.
+ *
+ * Context: process context, may sleep.
+ */
+void mrpin_cg_put(struct mrpin_cg *cg)
+{
+	struct mrpin_cg *parent;
+
+	while (cg && refcount_dec_and_mutex_lock(&cg->ref, &mrpin_owners_lock)) {
+		hash_del_rcu(&cg->hnode);
+		mutex_unlock(&mrpin_owners_lock);
+		parent = cg->parent;
+		kfree_rcu(cg, rcu);
+		cg = parent;
+	}
+}
+
+/* --- charges --- */
+
+static void mrpin_counter_sub(struct mrpin_counter *c, u64 bytes)
+{
+	atomic64_dec(&c->pins);
+	atomic64_sub(bytes, &c->pinned_bytes);
+}
+
 static void mrpin_max64(atomic64_t *peak, s64 value)
 {
 	s64 old = atomic64_read(peak);
@@ -169,23 +357,99 @@ static void mrpin_max64(atomic64_t *peak, s64 value)
 		;
 }
 
+/*
+ * Charge one level and check its rule.  Return true when an enforced limit
+ * is crossed (described in *v); a crossed limit in warn mode is reported
+ * here and counted, and the pin goes on.  Called under rcu_read_lock(),
+ * which keeps the policy the limits come from.
+ */
+static bool mrpin_level_try_charge(struct mrpin_counter *c,
+				   enum mrpin_scope scope, u64 id, u64 bytes,
+				   struct mrpin_violation *v)
+{
+	const struct mrpin_limits *lim;
+	const char *path = NULL;
+	u64 pins, total;
+
+	pins = atomic64_inc_return(&c->pins);
+	total = atomic64_add_return(bytes, &c->pinned_bytes);
+	lim = mrpin_policy_limits(scope, id, &path);
+	if (!lim)
+		return false;
+
+	if (bytes > lim->max[MRPIN_MAX_PIN_SIZE]) {
+		v->key = MRPIN_MAX_PIN_SIZE;
+		v->usage = bytes;
+	} else if (total > lim->max[MRPIN_MAX_PINNED]) {
+		v->key = MRPIN_MAX_PINNED;
+		v->usage = total - bytes;
+	} else if (pins > lim->max[MRPIN_MAX_PINS]) {
+		v->key = MRPIN_MAX_PINS;
+		v->usage = pins - 1;
+	} else {
+		return false;
+	}
+	v->scope = scope;
+	v->id = id;
+	strscpy(v->path, path ? path : "", sizeof(v->path));
+	v->asked = bytes;
+	v->limit = lim->max[v->key];
+	v->warn = lim->warn;
+	if (!v->warn)
+		return true;
+	atomic64_inc(&mrpin_stats.warnings_total);
+	mrpin_report(v);
+	return false;
+}
+
 /**
- * mrpin_charge() - charge a pin about to be made to its owners
- * @proc: the owning process
- * @dev: the device
+ * mrpin_try_charge() - charge a pin about to be made, within every limit
+ * @pin: the prepared pin: owners (proc, user, cg) and device set
  * @bytes: the bytes the pin will hold (see mrpin_pin_bytes())
- * @cgrp: the cgroup the pin is made in, recorded as the process's latest
+ * @cgrp: the cgroup the pin is made in, held by the caller
+ *
+ * Charges the machine, the process, the user and the cgroup chain, each
+ * checked against its rule; the first enforced limit crossed rolls back
+ * exactly what was charged and refuses the pin, which is reported.
  *
  * Context: process context.
+ * Return: 0, or -ENOMEM when the pin is refused.
  */
-void mrpin_charge(struct mrpin_proc *proc, struct mrpin_dev *dev, u64 bytes,
-		  struct cgroup *cgrp)
+int mrpin_try_charge(struct mrpin_pin *pin, u64 bytes, struct cgroup *cgrp)
 {
+	struct mrpin_proc *proc = pin->proc;
+	struct mrpin_cg *cg, *failed_cg = NULL;
+	struct mrpin_violation v;
 	struct cgroup *old = NULL;
+	int level = 0;
+
+	rcu_read_lock();
+	if (mrpin_level_try_charge(&mrpin_stats.usage, MRPIN_SCOPE_GLOBAL, 0,
+				   bytes, &v))
+		goto rollback;
+	level++;
+	if (mrpin_level_try_charge(&proc->usage, MRPIN_SCOPE_PROCESS,
+				   proc->tgid, bytes, &v))
+		goto rollback;
+	level++;
+	if (mrpin_level_try_charge(&pin->user->usage, MRPIN_SCOPE_UID,
+				   from_kuid(&init_user_ns, pin->user->uid),
+				   bytes, &v))
+		goto rollback;
+	level++;
+	for (cg = pin->cg; cg; cg = cg->parent) {
+		if (mrpin_level_try_charge(&cg->usage, MRPIN_SCOPE_CGROUP,
+					   cg->id, bytes, &v)) {
+			failed_cg = cg;
+			goto rollback;
+		}
+	}
+	rcu_read_unlock();
+
+	atomic64_inc(&pin->dev->usage.pins);
+	atomic64_add(bytes, &pin->dev->usage.pinned_bytes);
 
 	spin_lock(&proc->lock);
-	proc->pins++;
-	proc->pinned_bytes += bytes;
 	proc->memlock = rlimit(RLIMIT_MEMLOCK);
 	if (proc->cgrp != cgrp) {
 		old = proc->cgrp;
@@ -195,67 +459,84 @@ void mrpin_charge(struct mrpin_proc *proc, struct mrpin_dev *dev, u64 bytes,
 	spin_unlock(&proc->lock);
 	if (old)
 		cgroup_put(old);
+	return 0;
 
-	atomic64_inc(&dev->pins);
-	atomic64_add(bytes, &dev->pinned_bytes);
-	atomic64_inc(&mrpin_stats.pins);
-	atomic64_add(bytes, &mrpin_stats.pinned_bytes);
+rollback:
+	mrpin_counter_sub(&mrpin_stats.usage, bytes);
+	if (level >= 1)
+		mrpin_counter_sub(&proc->usage, bytes);
+	if (level >= 2)
+		mrpin_counter_sub(&pin->user->usage, bytes);
+	for (cg = pin->cg; level >= 3 && cg; cg = cg->parent) {
+		mrpin_counter_sub(&cg->usage, bytes);
+		if (cg == failed_cg)
+			break;
+	}
+	rcu_read_unlock();
+
+	spin_lock(&proc->lock);
+	proc->denials++;
+	spin_unlock(&proc->lock);
+	atomic64_inc(&mrpin_stats.denials_total);
+	mrpin_report(&v);
+	return -ENOMEM;
 }
 
 /**
  * mrpin_commit() - count a charged pin that the kernel made
- * @proc: the owning process
+ * @pin: the pin
+ * @bytes: its bytes
  *
  * Context: any context.
  */
-void mrpin_commit(struct mrpin_proc *proc)
+void mrpin_commit(struct mrpin_pin *pin, u64 bytes)
 {
+	struct mrpin_proc *proc = pin->proc;
+	u64 now = atomic64_read(&proc->usage.pinned_bytes);
+
 	spin_lock(&proc->lock);
 	proc->registrations++;
-	proc->peak_bytes = max(proc->peak_bytes, proc->pinned_bytes);
+	proc->peak_bytes = max(proc->peak_bytes, now);
 	spin_unlock(&proc->lock);
 
 	atomic64_inc(&mrpin_stats.pins_total);
 	mrpin_max64(&mrpin_stats.peak_pinned_bytes,
-		    atomic64_read(&mrpin_stats.pinned_bytes));
+		    atomic64_read(&mrpin_stats.usage.pinned_bytes));
 }
 
 /**
- * mrpin_uncharge() - take a pin's bytes back from its owners
- * @proc: the owning process
- * @dev: the device
- * @bytes: what mrpin_charge() charged
+ * mrpin_uncharge() - take a pin back from every owner
+ * @pin: the pin
+ * @bytes: what mrpin_try_charge() charged
  * @released: true for the release of a committed pin, false for the
- *	rollback of a pin that was refused or failed
+ *	rollback of a pin that failed
  *
  * Context: any context.
  */
-void mrpin_uncharge(struct mrpin_proc *proc, struct mrpin_dev *dev,
-		    u64 bytes, bool released)
+void mrpin_uncharge(struct mrpin_pin *pin, u64 bytes, bool released)
 {
-	spin_lock(&proc->lock);
-	WARN_ONCE(proc->pins < 1 || proc->pinned_bytes < bytes,
-		  "mrpin: pid %d uncharge of %llu bytes underflows\n",
-		  proc->tgid, bytes);
-	proc->pins--;
-	proc->pinned_bytes -= bytes;
-	if (released)
-		proc->releases++;
-	spin_unlock(&proc->lock);
+	struct mrpin_proc *proc = pin->proc;
+	struct mrpin_cg *cg;
 
-	atomic64_dec(&dev->pins);
-	atomic64_sub(bytes, &dev->pinned_bytes);
-	atomic64_dec(&mrpin_stats.pins);
-	atomic64_sub(bytes, &mrpin_stats.pinned_bytes);
-	if (released)
+	mrpin_counter_sub(&mrpin_stats.usage, bytes);
+	mrpin_counter_sub(&proc->usage, bytes);
+	mrpin_counter_sub(&pin->user->usage, bytes);
+	for (cg = pin->cg; cg; cg = cg->parent)
+		mrpin_counter_sub(&cg->usage, bytes);
+	mrpin_counter_sub(&pin->dev->usage, bytes);
+	if (released) {
+		spin_lock(&proc->lock);
+		proc->releases++;
+		spin_unlock(&proc->lock);
 		atomic64_inc(&mrpin_stats.releases_total);
+	}
 }
 
 /**
  * mrpin_account_exit() - check that nothing is left charged
  *
- * Called after every pin record was dropped: any process record left is a
- * leak of references, reported with its owner.
+ * Called after every pin record was dropped: any record left is a leak of
+ * references, reported with its owner.
  *
  * Context: process context.
  */
@@ -263,12 +544,14 @@ void mrpin_account_exit(void)
 {
 	struct mrpin_proc *proc;
 
-	mutex_lock(&mrpin_procs_lock);
+	mutex_lock(&mrpin_owners_lock);
 	list_for_each_entry(proc, &mrpin_procs, node)
-		pr_err("mrpin: record of pid %d (%s) left with %llu pins\n",
-		       proc->tgid, proc->comm, proc->pins);
-	WARN_ON(!list_empty(&mrpin_procs));
-	mutex_unlock(&mrpin_procs_lock);
-	WARN_ON(atomic64_read(&mrpin_stats.pins) ||
-		atomic64_read(&mrpin_stats.pinned_bytes));
+		pr_err("mrpin: record of pid %d (%s) left with %lld pins\n",
+		       proc->tgid, proc->comm,
+		       atomic64_read(&proc->usage.pins));
+	WARN_ON(!list_empty(&mrpin_procs) || !hash_empty(mrpin_users_hash) ||
+		!hash_empty(mrpin_cgs_hash));
+	mutex_unlock(&mrpin_owners_lock);
+	WARN_ON(atomic64_read(&mrpin_stats.usage.pins) ||
+		atomic64_read(&mrpin_stats.usage.pinned_bytes));
 }

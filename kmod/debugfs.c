@@ -10,12 +10,16 @@
  * New columns are only ever added at the end of a line.  Files are 0400:
  * root only.
  *
- * Cost: `devices`, `procs` and `stats` print from the per-device, per-process
+ * `limits` (0600) is the policy's control file (policy.c) and `events` the
+ * stream of refusals and warnings (events.c).
+ *
+ * Cost: `devices`, `procs`, `users`, `cgroups` and `stats` print from the per-device, per-process
  * and global counters and never walk the pins.  `pins` walks the live pins
  * in id order under RCU, one seq_file chunk at a time, so a reader of a
  * large table never holds off registrations.
  */
 #include <linux/cgroup.h>
+#include <linux/hashtable.h>
 #include <linux/debugfs.h>
 #include <linux/kallsyms.h>
 #include <linux/ktime.h>
@@ -55,8 +59,8 @@ static int devices_show(struct seq_file *m, void *v)
 		seq_putc(m, ' ');
 		mrpin_seq_guid(m, dev->node_guid);
 		seq_printf(m, " %d %lld %lld\n", dev->max_mr,
-			   atomic64_read(&dev->pins),
-			   atomic64_read(&dev->pinned_bytes));
+			   atomic64_read(&dev->usage.pins),
+			   atomic64_read(&dev->usage.pinned_bytes));
 	}
 	mutex_unlock(&mrpin_devs_lock);
 	return 0;
@@ -67,8 +71,9 @@ static int stats_show(struct seq_file *m, void *v)
 {
 	const struct mrpin_stats *s = &mrpin_stats;
 
-	seq_printf(m, "pins %lld\n", atomic64_read(&s->pins));
-	seq_printf(m, "pinned_bytes %lld\n", atomic64_read(&s->pinned_bytes));
+	seq_printf(m, "pins %lld\n", atomic64_read(&s->usage.pins));
+	seq_printf(m, "pinned_bytes %lld\n",
+		   atomic64_read(&s->usage.pinned_bytes));
 	seq_printf(m, "peak_pinned_bytes %lld\n",
 		   atomic64_read(&s->peak_pinned_bytes));
 	seq_printf(m, "pins_total %lld\n", atomic64_read(&s->pins_total));
@@ -91,16 +96,16 @@ static void mrpin_seq_limit(struct seq_file *m, u64 bytes)
 		seq_printf(m, " %llu", bytes);
 }
 
-/* One line of `procs`; called under mrpin_procs_lock. */
+/* One line of `procs`; called under mrpin_owners_lock. */
 static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 			    char *path, size_t path_len)
 {
 	u64 pins, bytes, peak, memlock, denials;
 	struct cgroup *cgrp;
 
+	pins = atomic64_read(&proc->usage.pins);
+	bytes = atomic64_read(&proc->usage.pinned_bytes);
 	spin_lock(&proc->lock);
-	pins = proc->pins;
-	bytes = proc->pinned_bytes;
 	peak = proc->peak_bytes;
 	memlock = proc->memlock;
 	denials = proc->denials;
@@ -133,14 +138,61 @@ static int procs_show(struct seq_file *m, void *v)
 	if (!path)
 		return -ENOMEM;
 	seq_puts(m, "# pid comm uid cgroup pins pinned_bytes peak_bytes vm_pinned_bytes memlock_bytes denials\n");
-	mutex_lock(&mrpin_procs_lock);
+	mutex_lock(&mrpin_owners_lock);
 	list_for_each_entry(proc, &mrpin_procs, node)
 		mrpin_proc_show(m, proc, path, PATH_MAX);
-	mutex_unlock(&mrpin_procs_lock);
+	mutex_unlock(&mrpin_owners_lock);
 	kfree(path);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(procs);
+
+static int users_show(struct seq_file *m, void *v)
+{
+	struct mrpin_user *user;
+	int bkt;
+
+	seq_puts(m, "# uid pins pinned_bytes\n");
+	mutex_lock(&mrpin_owners_lock);
+	hash_for_each(mrpin_users_hash, bkt, user, hnode)
+		seq_printf(m, "%u %lld %lld\n",
+			   from_kuid_munged(&init_user_ns, user->uid),
+			   atomic64_read(&user->usage.pins),
+			   atomic64_read(&user->usage.pinned_bytes));
+	mutex_unlock(&mrpin_owners_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(users);
+
+/* Subtree totals per cgroup; a removed cgroup still holding pins is "-". */
+static int cgroups_show(struct seq_file *m, void *v)
+{
+	struct mrpin_cg *cg;
+	struct cgroup *cgrp;
+	char *path;
+	int bkt;
+
+	path = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!path)
+		return -ENOMEM;
+	seq_puts(m, "# id cgroup pins pinned_bytes\n");
+	mutex_lock(&mrpin_owners_lock);
+	hash_for_each(mrpin_cgs_hash, bkt, cg, hnode) {
+		cgrp = cgroup_get_from_id(cg->id);
+		if (IS_ERR(cgrp) || cgroup_path(cgrp, path, PATH_MAX) < 0)
+			strscpy(path, "-", PATH_MAX);
+		if (!IS_ERR(cgrp))
+			cgroup_put(cgrp);
+		seq_printf(m, "%llu ", cg->id);
+		seq_escape(m, path, MRPIN_ESCAPE);
+		seq_printf(m, " %lld %lld\n", atomic64_read(&cg->usage.pins),
+			   atomic64_read(&cg->usage.pinned_bytes));
+	}
+	mutex_unlock(&mrpin_owners_lock);
+	kfree(path);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(cgroups);
 
 /*
  * `pins`: *pos is 0 for the header, then the id of the pin shown, so that a
@@ -223,6 +275,10 @@ void mrpin_debugfs_init(void)
 	debugfs_create_file("procs", 0400, dir, NULL, &procs_fops);
 	debugfs_create_file("pins", 0400, dir, NULL, &pins_fops);
 	debugfs_create_file("stats", 0400, dir, NULL, &stats_fops);
+	debugfs_create_file("users", 0400, dir, NULL, &users_fops);
+	debugfs_create_file("cgroups", 0400, dir, NULL, &cgroups_fops);
+	debugfs_create_file("events", 0400, dir, NULL, &mrpin_events_fops);
+	debugfs_create_file("limits", 0600, dir, NULL, &mrpin_limits_fops);
 	mrpin_debugfs_dir = dir;
 }
 

@@ -32,10 +32,11 @@ static void mrpin_dev_free(struct kref *ref)
 {
 	struct mrpin_dev *dev = container_of(ref, struct mrpin_dev, ref);
 
-	WARN_ONCE(atomic64_read(&dev->pins) || atomic64_read(&dev->pinned_bytes),
+	WARN_ONCE(atomic64_read(&dev->usage.pins) ||
+		  atomic64_read(&dev->usage.pinned_bytes),
 		  "mrpin: device %s freed with %lld pins, %lld bytes\n",
-		  dev->name, atomic64_read(&dev->pins),
-		  atomic64_read(&dev->pinned_bytes));
+		  dev->name, atomic64_read(&dev->usage.pins),
+		  atomic64_read(&dev->usage.pinned_bytes));
 	kfree_rcu(dev, rcu);
 }
 

@@ -15,9 +15,15 @@ static int __init mrpin_init(void)
 {
 	int ret;
 
-	ret = mrpin_pin_init();
+	ret = mrpin_policy_init();
 	if (ret)
 		return ret;
+	ret = mrpin_events_init();
+	if (ret)
+		goto err_policy;
+	ret = mrpin_pin_init();
+	if (ret)
+		goto err_events;
 	ret = mrpin_device_init();
 	if (ret)
 		goto err_pin;
@@ -33,6 +39,10 @@ err_debugfs:
 	mrpin_device_exit();
 err_pin:
 	mrpin_pin_exit();
+err_events:
+	mrpin_events_exit();
+err_policy:
+	mrpin_policy_exit();
 	return ret;
 }
 
@@ -43,6 +53,8 @@ static void __exit mrpin_exit(void)
 	mrpin_pin_exit();
 	mrpin_device_exit();
 	mrpin_account_exit();
+	mrpin_events_exit();
+	mrpin_policy_exit();
 	pr_info("mrpin %s: unloaded\n", MRPIN_VERSION);
 }
 

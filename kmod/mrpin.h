@@ -41,6 +41,16 @@ struct mm_struct;
 struct seq_file;
 
 /**
+ * struct mrpin_counter - what one owner holds: the unit every limit checks
+ * @pins:		live pins
+ * @pinned_bytes:	bytes pinned by the live pins
+ */
+struct mrpin_counter {
+	atomic64_t pins;
+	atomic64_t pinned_bytes;
+};
+
+/**
  * struct mrpin_dev - one RDMA device as mrpin sees it
  * @node:	on mrpin_devs while the device is registered
  * @ref:	one for list membership, one per live pin on the device
@@ -48,8 +58,7 @@ struct seq_file;
  * @name:	the device's name
  * @node_guid:	the device's node GUID (host order)
  * @max_mr:	attrs.max_mr: the size of the device's MR table
- * @pins:	live pins on this device
- * @pinned_bytes: bytes pinned on this device
+ * @usage:	live pins and bytes on this device
  * @rcu:	frees the record after the last RCU reader
  *
  * The record outlives the ib_device when pins remain at removal: their
@@ -63,8 +72,7 @@ struct mrpin_dev {
 	char name[IB_DEVICE_NAME_MAX];
 	u64 node_guid;
 	int max_mr;
-	atomic64_t pins;
-	atomic64_t pinned_bytes;
+	struct mrpin_counter usage;
 	struct rcu_head rcu;
 };
 
@@ -83,18 +91,17 @@ void mrpin_dev_name(struct mrpin_dev *dev, char *buf, size_t len);
 
 /**
  * struct mrpin_proc - the pins of one address space (one process)
- * @hnode:	in the lookup hash, keyed by @mm (RCU readers)
- * @node:	on mrpin_procs, in creation order, under mrpin_procs_lock
+ * @hnode:	in the owner hash, keyed by @mm (RCU readers)
+ * @node:	on mrpin_procs, in creation order, under mrpin_owners_lock
  * @ref:	one per live pin, plus transient references from the pin path
  * @mm:		the owning address space (the key; held with mmgrab())
  * @tgid:	the thread group id of the process, in the initial namespace
  * @uid:	the real uid of the first pinning task
  * @comm:	the process's command name
+ * @usage:	live pins and bytes
  * @lock:	protects every field below it
  * @cgrp:	the cgroup (v2) of the latest pin, with a reference
- * @pins:	live pins
- * @pinned_bytes: bytes pinned by the live pins
- * @peak_bytes:	the highest @pinned_bytes so far
+ * @peak_bytes:	the highest pinned bytes so far
  * @registrations: pins made so far
  * @releases:	pins released so far
  * @denials:	pins refused so far
@@ -102,7 +109,7 @@ void mrpin_dev_name(struct mrpin_dev *dev, char *buf, size_t len);
  * @rcu:	frees the record after the last RCU reader
  *
  * A process record lives while it has pins (or a pin is being made).  The
- * last reference is dropped under mrpin_procs_lock, so a record with a zero
+ * last reference is dropped under mrpin_owners_lock, so a record with a zero
  * count is never found by a lookup made under that lock.
  */
 struct mrpin_proc {
@@ -113,11 +120,10 @@ struct mrpin_proc {
 	pid_t tgid;
 	kuid_t uid;
 	char comm[TASK_COMM_LEN];
+	struct mrpin_counter usage;
 
 	spinlock_t lock;	/* protects the fields below */
 	struct cgroup *cgrp;
-	u64 pins;
-	u64 pinned_bytes;
 	u64 peak_bytes;
 	u64 registrations;
 	u64 releases;
@@ -126,14 +132,59 @@ struct mrpin_proc {
 	struct rcu_head rcu;
 };
 
+/**
+ * struct mrpin_user - the pins of one user, summed over its processes
+ * @hnode:	in the owner hash, keyed by @uid
+ * @ref:	one per live pin, plus transient references
+ * @uid:	the user
+ * @usage:	live pins and bytes
+ * @rcu:	frees the record after the last RCU reader
+ */
+struct mrpin_user {
+	struct hlist_node hnode;
+	refcount_t ref;
+	kuid_t uid;
+	struct mrpin_counter usage;
+	struct rcu_head rcu;
+};
+
+/**
+ * struct mrpin_cg - the pins made in one cgroup (v2) and its descendants
+ * @hnode:	in the owner hash, keyed by @id
+ * @ref:	one per live pin made in this very cgroup, one per child record
+ * @id:		the cgroup's id (cgroup_id()); outlives the cgroup itself
+ * @parent:	the parent cgroup's record, with a reference; NULL at the root
+ * @usage:	live pins and bytes of the subtree
+ * @rcu:	frees the record after the last RCU reader
+ *
+ * A pin charges its cgroup's record and every ancestor's, and stays charged
+ * there even if its process moves or the cgroup is removed.
+ */
+struct mrpin_cg {
+	struct hlist_node hnode;
+	refcount_t ref;
+	u64 id;
+	struct mrpin_cg *parent;
+	struct mrpin_counter usage;
+	struct rcu_head rcu;
+};
+
+/*
+ * mrpin_owners_lock (a mutex) protects the owner hash (processes, users,
+ * cgroups) and the mrpin_procs list; it is taken to create a record and to
+ * drop a record's last reference.  Lookups walk the hash under RCU.
+ */
+#define MRPIN_OWNER_HASH_BITS 8
+
 extern struct list_head mrpin_procs;
-extern struct mutex mrpin_procs_lock;
+extern struct hlist_head mrpin_users_hash[1 << MRPIN_OWNER_HASH_BITS];
+extern struct hlist_head mrpin_cgs_hash[1 << MRPIN_OWNER_HASH_BITS];
+extern struct mutex mrpin_owners_lock;
 
 /**
  * struct mrpin_stats - global counters (all atomic, no lock)
- * @pins:		live pins
- * @pinned_bytes:	bytes pinned by the live pins
- * @peak_pinned_bytes:	the highest @pinned_bytes since load
+ * @usage:		live pins and bytes
+ * @peak_pinned_bytes:	the highest pinned bytes since load
  * @pins_total:		pins made since load
  * @releases_total:	tracked pins released since load
  * @untracked_releases_total: releases of umems mrpin did not see pinned
@@ -141,8 +192,7 @@ extern struct mutex mrpin_procs_lock;
  * @warnings_total:	pins allowed over a limit in warn mode since load
  */
 struct mrpin_stats {
-	atomic64_t pins;
-	atomic64_t pinned_bytes;
+	struct mrpin_counter usage;
 	atomic64_t peak_pinned_bytes;
 	atomic64_t pins_total;
 	atomic64_t releases_total;
@@ -153,14 +203,71 @@ struct mrpin_stats {
 
 extern struct mrpin_stats mrpin_stats;
 
+/* The scopes a limit applies to; see policy.c. */
+enum mrpin_scope {
+	MRPIN_SCOPE_GLOBAL,
+	MRPIN_SCOPE_PROCESS,
+	MRPIN_SCOPE_UID,
+	MRPIN_SCOPE_CGROUP,
+	MRPIN_NR_SCOPES,
+};
+
+/* The limits of a rule, indexing struct mrpin_limits.max[]. */
+enum mrpin_limit_key {
+	MRPIN_MAX_PINNED,
+	MRPIN_MAX_PINS,
+	MRPIN_MAX_PIN_SIZE,
+	MRPIN_NR_LIMIT_KEYS,
+};
+
+#define MRPIN_UNLIMITED U64_MAX
+#define MRPIN_PATH_MAX 256
+
+/**
+ * struct mrpin_limits - the limits of one rule
+ * @max:	per key; MRPIN_UNLIMITED when not limited.  max_pinned and
+ *		max_pin_size are bytes, max_pins a count
+ * @pct:	when max_pinned was given as a percentage of RAM: 1..100
+ *		(0 otherwise, also for "0%"; see @pct_set)
+ * @pct_set:	max_pinned was given as a percentage
+ * @warn:	action=warn: allow, log and count instead of refusing
+ */
+struct mrpin_limits {
+	u64 max[MRPIN_NR_LIMIT_KEYS];
+	u8 pct;
+	bool pct_set;
+	bool warn;
+};
+
+/**
+ * struct mrpin_violation - a limit a pin crossed
+ * @scope:	the rule's scope
+ * @id:		uid or cgroup id for those scopes
+ * @path:	the cgroup rule's path (cgroup scope only)
+ * @key:	the limit crossed
+ * @asked:	the pin's bytes
+ * @usage:	use before the pin, in the key's unit
+ * @limit:	the limit, in the key's unit
+ * @warn:	the rule is in warn mode: the pin was allowed
+ */
+struct mrpin_violation {
+	enum mrpin_scope scope;
+	u64 id;
+	char path[MRPIN_PATH_MAX];
+	enum mrpin_limit_key key;
+	u64 asked;
+	u64 usage;
+	u64 limit;
+	bool warn;
+};
+
 void mrpin_account_exit(void);
 struct mrpin_proc *mrpin_proc_get_current(void);
 void mrpin_proc_put(struct mrpin_proc *proc);
-void mrpin_charge(struct mrpin_proc *proc, struct mrpin_dev *dev, u64 bytes,
-		  struct cgroup *cgrp);
-void mrpin_commit(struct mrpin_proc *proc);
-void mrpin_uncharge(struct mrpin_proc *proc, struct mrpin_dev *dev,
-		    u64 bytes, bool released);
+struct mrpin_user *mrpin_user_get(kuid_t uid);
+void mrpin_user_put(struct mrpin_user *user);
+struct mrpin_cg *mrpin_cg_get(struct cgroup *cgrp);
+void mrpin_cg_put(struct mrpin_cg *cg);
 u64 mrpin_proc_vm_pinned_bytes(const struct mrpin_proc *proc);
 
 /**
@@ -170,7 +277,8 @@ u64 mrpin_proc_vm_pinned_bytes(const struct mrpin_proc *proc);
  * @id:		unique, increasing; the index in the id-keyed table
  * @proc:	the owner, with a reference
  * @dev:	the device, with a reference
- * @cgrp:	the cgroup the pin was made in, with a reference
+ * @user:	the owning user, with a reference
+ * @cg:		the cgroup the pin was made in, with a reference
  * @start:	the user address asked for
  * @length:	the length asked for, in bytes
  * @caller:	return address into the kernel function that asked for it
@@ -183,7 +291,8 @@ struct mrpin_pin {
 	u64 id;
 	struct mrpin_proc *proc;
 	struct mrpin_dev *dev;
-	struct cgroup *cgrp;
+	struct mrpin_user *user;
+	struct mrpin_cg *cg;
 	unsigned long start;
 	size_t length;
 	unsigned long caller;
@@ -220,6 +329,26 @@ static inline u64 mrpin_pin_bytes(unsigned long start, size_t length)
 {
 	return PAGE_ALIGN(start + length) - (start & PAGE_MASK);
 }
+
+/* account.c: charging a pin to every owner, checking each limit */
+int mrpin_try_charge(struct mrpin_pin *pin, u64 bytes, struct cgroup *cgrp);
+void mrpin_commit(struct mrpin_pin *pin, u64 bytes);
+void mrpin_uncharge(struct mrpin_pin *pin, u64 bytes, bool released);
+
+/* policy.c */
+int mrpin_policy_init(void);
+void mrpin_policy_exit(void);
+const struct mrpin_limits *mrpin_policy_limits(enum mrpin_scope scope, u64 id,
+					       const char **path);
+extern const struct file_operations mrpin_limits_fops;
+extern const char *const mrpin_scope_names[MRPIN_NR_SCOPES];
+extern const char *const mrpin_limit_key_names[MRPIN_NR_LIMIT_KEYS];
+
+/* events.c */
+int mrpin_events_init(void);
+void mrpin_events_exit(void);
+void mrpin_report(const struct mrpin_violation *v);
+extern const struct file_operations mrpin_events_fops;
 
 /* hook.c */
 int mrpin_hook_init(void);

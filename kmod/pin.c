@@ -4,9 +4,10 @@
  * ib_umem_release(), and the per-pin records.
  *
  * hook.c sends every call of ib_umem_get() to mrpin_umem_get():
- *   before:  mrpin_pin_prepare() allocates the record, finds the owner and
- *	      the device and charges the pin's bytes (account.c).  Nothing is
- *	      pinned yet; this is where a pin can be refused.
+ *   before:  mrpin_pin_prepare() allocates the record, finds the owners
+ *	      (process, user, cgroup) and the device, and charges the pin's
+ *	      bytes within every limit (account.c, policy.c).  Nothing is
+ *	      pinned yet: this is where a pin is refused.
  *   call:    the real ib_umem_get().
  *   after:   mrpin_pin_commit() publishes the record, keyed by the umem;
  *	      mrpin_pin_abort() rolls the charge back if the pin failed.
@@ -63,9 +64,14 @@ static void mrpin_pin_free_rcu(struct rcu_head *rcu)
 /* Drop what a record holds and free it after RCU readers are done. */
 static void mrpin_pin_free(struct mrpin_pin *pin)
 {
-	cgroup_put(pin->cgrp);
-	mrpin_dev_put(pin->dev);
-	mrpin_proc_put(pin->proc);
+	if (!IS_ERR_OR_NULL(pin->cg))
+		mrpin_cg_put(pin->cg);
+	if (!IS_ERR_OR_NULL(pin->user))
+		mrpin_user_put(pin->user);
+	if (!IS_ERR_OR_NULL(pin->proc))
+		mrpin_proc_put(pin->proc);
+	if (pin->dev)
+		mrpin_dev_put(pin->dev);
 	call_rcu(&pin->rcu, mrpin_pin_free_rcu);
 }
 
@@ -87,6 +93,7 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 				    unsigned long caller)
 {
 	struct mrpin_pin *pin;
+	struct cgroup *cgrp;
 	int ret;
 
 	/* ib_umem_get() refuses these itself, before charging anything. */
@@ -96,40 +103,48 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 	pin = kmem_cache_zalloc(mrpin_pin_cache, GFP_KERNEL);
 	if (!pin)
 		return ERR_PTR(-ENOMEM);
-	pin->dev = mrpin_dev_get(ibdev);
-	if (!pin->dev) {
-		ret = 0;
-		goto err_free;
-	}
-	pin->proc = mrpin_proc_get_current();
-	if (IS_ERR_OR_NULL(pin->proc)) {
-		ret = PTR_ERR_OR_ZERO(pin->proc);
-		goto err_dev;
-	}
-	pin->id = atomic64_inc_return(&mrpin_pin_last_id);
-	ret = xa_reserve(&mrpin_pins_by_id, pin->id, GFP_KERNEL);
-	if (ret)
-		goto err_proc;
-
 	pin->start = addr;
 	pin->length = size;
 	pin->caller = caller;
+	pin->dev = mrpin_dev_get(ibdev);
+	pin->proc = mrpin_proc_get_current();
+	if (!pin->dev || !pin->proc) {
+		/* Not ours to track: an unknown device, a kernel thread. */
+		mrpin_pin_free(pin);
+		return NULL;
+	}
+	if (IS_ERR(pin->proc))
+		goto err_nomem;
+	pin->user = mrpin_user_get(current_uid());
+	if (IS_ERR(pin->user))
+		goto err_nomem;
 	rcu_read_lock();
-	pin->cgrp = task_dfl_cgroup(current);
-	cgroup_get(pin->cgrp);
+	cgrp = task_dfl_cgroup(current);
+	cgroup_get(cgrp);
 	rcu_read_unlock();
+	pin->cg = mrpin_cg_get(cgrp);
+	if (IS_ERR(pin->cg)) {
+		cgroup_put(cgrp);
+		goto err_nomem;
+	}
+	pin->id = atomic64_inc_return(&mrpin_pin_last_id);
+	if (xa_reserve(&mrpin_pins_by_id, pin->id, GFP_KERNEL)) {
+		cgroup_put(cgrp);
+		goto err_nomem;
+	}
 
-	mrpin_charge(pin->proc, pin->dev, mrpin_pin_bytes(addr, size),
-		     pin->cgrp);
+	ret = mrpin_try_charge(pin, mrpin_pin_bytes(addr, size), cgrp);
+	cgroup_put(cgrp);
+	if (ret) {
+		xa_release(&mrpin_pins_by_id, pin->id);
+		mrpin_pin_free(pin);
+		return ERR_PTR(ret);
+	}
 	return pin;
 
-err_proc:
-	mrpin_proc_put(pin->proc);
-err_dev:
-	mrpin_dev_put(pin->dev);
-err_free:
-	kmem_cache_free(mrpin_pin_cache, pin);
-	return ret ? ERR_PTR(ret) : NULL;
+err_nomem:
+	mrpin_pin_free(pin);
+	return ERR_PTR(-ENOMEM);
 }
 
 /**
@@ -140,8 +155,7 @@ err_free:
  */
 void mrpin_pin_abort(struct mrpin_pin *pin)
 {
-	mrpin_uncharge(pin->proc, pin->dev,
-		       mrpin_pin_bytes(pin->start, pin->length), false);
+	mrpin_uncharge(pin, mrpin_pin_bytes(pin->start, pin->length), false);
 	xa_release(&mrpin_pins_by_id, pin->id);
 	mrpin_pin_free(pin);
 }
@@ -169,7 +183,7 @@ void mrpin_pin_commit(struct mrpin_pin *pin, struct ib_umem *umem)
 		return;
 	}
 	xa_store(&mrpin_pins_by_id, pin->id, pin, GFP_KERNEL);
-	mrpin_commit(pin->proc);
+	mrpin_commit(pin, mrpin_pin_bytes(pin->start, pin->length));
 
 	if (trace_mrpin_pin_enabled()) {
 		char name[IB_DEVICE_NAME_MAX];
@@ -199,8 +213,8 @@ static struct mrpin_pin *mrpin_pin_take(struct ib_umem *umem)
 
 static void mrpin_pin_forget(struct mrpin_pin *pin, bool released)
 {
-	mrpin_uncharge(pin->proc, pin->dev,
-		       mrpin_pin_bytes(pin->start, pin->length), released);
+	mrpin_uncharge(pin, mrpin_pin_bytes(pin->start, pin->length),
+		       released);
 	mrpin_pin_free(pin);
 }
 

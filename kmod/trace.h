@@ -5,8 +5,8 @@
  *
  *   mrpin:mrpin_pin	a pin was made and recorded
  *   mrpin:mrpin_unpin	a recorded pin was released
- *   mrpin:mrpin_deny	a pin was refused (or, in warn mode, allowed over
- *			a limit: see the "action" field)
+ *   mrpin:mrpin_deny	a pin crossed a limit: refused (action=deny) or,
+ *			in warn mode, allowed (action=warn)
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM mrpin
@@ -62,6 +62,34 @@ TRACE_EVENT(mrpin_unpin,
 	TP_printk("id=%llu pid=%d pinned_bytes=%llu age_ns=%llu",
 		  __entry->id, __entry->pid, __entry->pinned_bytes,
 		  __entry->age_ns)
+);
+
+TRACE_EVENT(mrpin_deny,
+	TP_PROTO(pid_t pid, const char *action, const char *scope,
+		 const char *key, u64 asked, u64 usage, u64 limit),
+	TP_ARGS(pid, action, scope, key, asked, usage, limit),
+	TP_STRUCT__entry(
+		__field(pid_t, pid)
+		__string(action, action)
+		__string(scope, scope)
+		__string(key, key)
+		__field(u64, asked)
+		__field(u64, usage)
+		__field(u64, limit)
+	),
+	TP_fast_assign(
+		__entry->pid = pid;
+		__assign_str(action, action);
+		__assign_str(scope, scope);
+		__assign_str(key, key);
+		__entry->asked = asked;
+		__entry->usage = usage;
+		__entry->limit = limit;
+	),
+	TP_printk("pid=%d action=%s scope=%s key=%s asked=%llu usage=%llu limit=%llu",
+		  __entry->pid, __get_str(action), __get_str(scope),
+		  __get_str(key), __entry->asked, __entry->usage,
+		  __entry->limit)
 );
 
 #endif /* _MRPIN_TRACE_H */

@@ -3,13 +3,14 @@
 #
 # `make checkpatch`: the kernel's checkpatch.pl (from linux-source-6.1, as
 # unpacked by setup.sh) on every kernel source file, strict.  trace.h is
-# laid out as every TRACE_EVENT() in the kernel is, which --strict flags.
+# laid out as every TRACE_EVENT() in the kernel is, which --strict flags;
+# MACRO_ARG_REUSE flags names pasted into identifiers (module parameters).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
 ksft=$("$here/setup.sh" paths | sed -n 's/^KSFT_DIR=//p')
 cp=${ksft%/tools/testing/selftests}/scripts/checkpatch.pl
-opts=(--no-tree --strict --quiet --show-types --ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG)
+opts=(--no-tree --strict --quiet --show-types --ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG,MACRO_ARG_REUSE)
 files=$(ls kmod/*.c kmod/*.h | grep -v -e '\.mod\.c$' -e '/trace\.h$')
 rc=0
 perl "$cp" "${opts[@]}" -f $files || rc=1

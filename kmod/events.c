@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Refusals and warnings: the kernel log, the `events` ring and the
+ * mrpin:mrpin_deny tracepoint.
+ *
+ * mrpin_report() is called once per limit crossed: with the pin refused
+ * (action enforce) or allowed anyway (action warn).  It logs one
+ * rate-limited line, fires the tracepoint and appends an event to a ring
+ * of MRPIN_EVENTS entries.
+ *
+ * The ring.  Events get increasing sequence numbers; slot seq % MRPIN_EVENTS
+ * holds event seq.  A reader remembers the next sequence number it wants:
+ * events older than the ring holds are lost to it, and it is told how many
+ * with a line "# lost N".  read() blocks until there is an event (like
+ * trace_pipe), unless O_NONBLOCK; poll() reports readable when there is.
+ * Each open starts at the oldest event still in the ring and first reads a
+ * header line naming the columns.
+ *
+ * Locking: mrpin_events_lock (spinlock) protects the ring and
+ * mrpin_events_next; it is never held across a copy to user space.
+ */
+#include <linux/cred.h>
+#include <linux/fs.h>
+#include <linux/poll.h>
+#include <linux/ratelimit.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/string_helpers.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+#include <linux/wait.h>
+
+#include "mrpin.h"
+#include "trace.h"
+
+#define MRPIN_EVENTS 1024
+#define MRPIN_EVENT_LINE 512
+
+/**
+ * struct mrpin_event - one refusal or warning
+ * @seq:	its sequence number
+ * @time_ns:	CLOCK_REALTIME, in nanoseconds
+ * @pid:	the process (tgid)
+ * @uid:	its uid (initial namespace)
+ * @comm:	its command name
+ * @v:		the limit crossed
+ */
+struct mrpin_event {
+	u64 seq;
+	u64 time_ns;
+	pid_t pid;
+	u32 uid;
+	char comm[TASK_COMM_LEN];
+	struct mrpin_violation v;
+};
+
+static struct mrpin_event *mrpin_events;
+static u64 mrpin_events_next;
+/* Protects mrpin_events and mrpin_events_next. */
+static DEFINE_SPINLOCK(mrpin_events_lock);
+static DECLARE_WAIT_QUEUE_HEAD(mrpin_events_wait);
+static DEFINE_RATELIMIT_STATE(mrpin_report_rs, 5 * HZ, 10);
+
+/* "uid:1000", "cgroup:/jobs/a", "global", "process" */
+static void mrpin_scope_text(const struct mrpin_violation *v, char *buf,
+			     size_t len)
+{
+	switch (v->scope) {
+	case MRPIN_SCOPE_UID:
+		snprintf(buf, len, "uid:%llu", v->id);
+		break;
+	case MRPIN_SCOPE_CGROUP:
+		snprintf(buf, len, "cgroup:%s", v->path);
+		break;
+	default:
+		strscpy(buf, mrpin_scope_names[v->scope], len);
+	}
+}
+
+/**
+ * mrpin_report() - tell that a pin crossed a limit
+ * @v: the limit crossed; v->warn says whether the pin was allowed
+ *
+ * Context: process context (the registering task), may be under
+ * rcu_read_lock(); does not sleep.
+ */
+void mrpin_report(const struct mrpin_violation *v)
+{
+	const char *action = v->warn ? "warn" : "deny";
+	char scope[MRPIN_PATH_MAX + 8];
+	struct mrpin_event *e;
+	pid_t pid = task_tgid_nr(current);
+	u32 uid = from_kuid_munged(&init_user_ns, current_uid());
+
+	mrpin_scope_text(v, scope, sizeof(scope));
+	if (__ratelimit(&mrpin_report_rs))
+		pr_warn("mrpin: pid %d (%s) uid %u: %s %llu bytes: %s %s in use %llu, limit %llu\n",
+			pid, current->comm, uid,
+			v->warn ? "over limit, allowed (warn)" : "refused",
+			v->asked, scope, mrpin_limit_key_names[v->key],
+			v->usage, v->limit);
+	trace_mrpin_deny(pid, action, scope, mrpin_limit_key_names[v->key],
+			 v->asked, v->usage, v->limit);
+
+	spin_lock(&mrpin_events_lock);
+	e = &mrpin_events[mrpin_events_next % MRPIN_EVENTS];
+	e->seq = mrpin_events_next++;
+	e->time_ns = ktime_get_real_ns();
+	e->pid = pid;
+	e->uid = uid;
+	get_task_comm(e->comm, current);
+	e->v = *v;
+	spin_unlock(&mrpin_events_lock);
+	wake_up_interruptible(&mrpin_events_wait);
+}
+
+/**
+ * struct mrpin_events_reader - one open `events` file
+ * @next:	the sequence number of the next event to read
+ * @buf:	the text being read
+ * @len:	bytes in @buf
+ * @off:	bytes of @buf already read
+ */
+struct mrpin_events_reader {
+	u64 next;
+	char buf[MRPIN_EVENT_LINE];
+	size_t len;
+	size_t off;
+};
+
+static int mrpin_events_open(struct inode *inode, struct file *file)
+{
+	struct mrpin_events_reader *r;
+
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	spin_lock(&mrpin_events_lock);
+	r->next = mrpin_events_next > MRPIN_EVENTS ?
+		  mrpin_events_next - MRPIN_EVENTS : 0;
+	spin_unlock(&mrpin_events_lock);
+	r->len = scnprintf(r->buf, sizeof(r->buf),
+			   "# seq time_ns action pid comm uid scope key asked usage limit\n");
+	file->private_data = r;
+	return nonseekable_open(inode, file);
+}
+
+static int mrpin_events_release(struct inode *inode, struct file *file)
+{
+	kfree(file->private_data);
+	return 0;
+}
+
+/* Append @s to r->buf, escaped as the views escape (mountinfo style). */
+static void mrpin_events_put(struct mrpin_events_reader *r, const char *s)
+{
+	size_t room = sizeof(r->buf) - 1 - r->len;
+	int n = string_escape_str(s, r->buf + r->len, room, ESCAPE_OCTAL,
+				  " \t\n\\");
+
+	r->len += min_t(size_t, n, room);
+	r->buf[r->len] = '\0';
+}
+
+/* Format the next line into r->buf; false when there is nothing new. */
+static bool mrpin_events_fill(struct mrpin_events_reader *r)
+{
+	struct mrpin_event e;
+	u64 oldest, lost = 0;
+
+	spin_lock(&mrpin_events_lock);
+	if (r->next == mrpin_events_next) {
+		spin_unlock(&mrpin_events_lock);
+		return false;
+	}
+	oldest = mrpin_events_next > MRPIN_EVENTS ?
+		 mrpin_events_next - MRPIN_EVENTS : 0;
+	if (r->next < oldest) {
+		lost = oldest - r->next;
+		r->next = oldest;
+	} else {
+		e = mrpin_events[r->next % MRPIN_EVENTS];
+		r->next++;
+	}
+	spin_unlock(&mrpin_events_lock);
+
+	r->off = 0;
+	if (lost) {
+		r->len = scnprintf(r->buf, sizeof(r->buf), "# lost %llu\n",
+				   lost);
+		return true;
+	}
+	r->len = scnprintf(r->buf, sizeof(r->buf), "%llu %llu %s %d ", e.seq,
+			   e.time_ns, e.v.warn ? "warn" : "deny", e.pid);
+	mrpin_events_put(r, e.comm);
+	r->len += scnprintf(r->buf + r->len, sizeof(r->buf) - r->len, " %u ",
+			    e.uid);
+	if (e.v.scope == MRPIN_SCOPE_CGROUP) {
+		r->len += scnprintf(r->buf + r->len, sizeof(r->buf) - r->len,
+				    "cgroup:");
+		mrpin_events_put(r, e.v.path);
+	} else if (e.v.scope == MRPIN_SCOPE_UID) {
+		r->len += scnprintf(r->buf + r->len, sizeof(r->buf) - r->len,
+				    "uid:%llu", e.v.id);
+	} else {
+		mrpin_events_put(r, mrpin_scope_names[e.v.scope]);
+	}
+	r->len += scnprintf(r->buf + r->len, sizeof(r->buf) - r->len,
+			    " %s %llu %llu %llu\n",
+			    mrpin_limit_key_names[e.v.key], e.v.asked,
+			    e.v.usage, e.v.limit);
+	return true;
+}
+
+static ssize_t mrpin_events_read(struct file *file, char __user *ubuf,
+				 size_t count, loff_t *ppos)
+{
+	struct mrpin_events_reader *r = file->private_data;
+	size_t done = 0, n;
+	int ret;
+
+	while (done < count) {
+		if (r->off == r->len && !mrpin_events_fill(r)) {
+			if (done)
+				break;
+			if (file->f_flags & O_NONBLOCK)
+				return -EAGAIN;
+			ret = wait_event_interruptible(mrpin_events_wait,
+						       mrpin_events_fill(r));
+			if (ret)
+				return ret;
+		}
+		n = min(count - done, r->len - r->off);
+		if (copy_to_user(ubuf + done, r->buf + r->off, n))
+			return done ? done : -EFAULT;
+		r->off += n;
+		done += n;
+	}
+	return done;
+}
+
+static __poll_t mrpin_events_poll(struct file *file, poll_table *wait)
+{
+	struct mrpin_events_reader *r = file->private_data;
+	__poll_t mask = 0;
+
+	poll_wait(file, &mrpin_events_wait, wait);
+	spin_lock(&mrpin_events_lock);
+	if (r->off < r->len || r->next != mrpin_events_next)
+		mask = EPOLLIN | EPOLLRDNORM;
+	spin_unlock(&mrpin_events_lock);
+	return mask;
+}
+
+const struct file_operations mrpin_events_fops = {
+	.owner = THIS_MODULE,
+	.open = mrpin_events_open,
+	.read = mrpin_events_read,
+	.poll = mrpin_events_poll,
+	.release = mrpin_events_release,
+	.llseek = no_llseek,
+};
+
+/**
+ * mrpin_events_init() - allocate the ring
+ *
+ * Context: process context.
+ * Return: 0 or -ENOMEM.
+ */
+int mrpin_events_init(void)
+{
+	mrpin_events = vzalloc(array_size(MRPIN_EVENTS, sizeof(*mrpin_events)));
+	return mrpin_events ? 0 : -ENOMEM;
+}
+
+/**
+ * mrpin_events_exit() - free the ring
+ *
+ * Context: process context, after the debugfs files are gone.
+ */
+void mrpin_events_exit(void)
+{
+	vfree(mrpin_events);
+}
