@@ -3,7 +3,8 @@
 #
 # `make demo`, inside the test VM: a real RDMA workload over Soft-RoCE
 # (perftest's ib_write_bw, server and client on rxe0) with mrpin loaded,
-# and what mrpin sees while it runs and after.
+# and what mrpin sees while it runs and after; then a limit refusing the
+# same workload, and why.
 set -u
 cd "$(dirname "$0")/.."
 ctl=userspace/mrpinctl
@@ -44,3 +45,15 @@ grep -A2 '#bytes' /tmp/ib_write_bw.client
 
 title "after the workload exited: everything released"
 $ctl stats
+
+title "a limit: no process may pin more than 64 KiB (echo 'process max_pinned=64K' > limits)"
+echo "process max_pinned=64K" >$dir/limits
+grep '^process' $dir/limits
+ib_write_bw -d rxe0 -x 0 -s 65536 -D 2 >/tmp/ib_write_bw.refused 2>&1
+echo "ib_write_bw exited with status $?:"
+grep -iE 'couldn.t|fail|error' /tmp/ib_write_bw.refused | head -n 3 | sed 's/^/    /'
+
+title "why: the events file, and the kernel log"
+timeout 1 cat $dir/events | tail -n +2
+dmesg | grep 'mrpin: pid' | tail -n 1
+echo reset >$dir/limits

@@ -126,7 +126,7 @@ status=0
 if [ "$mode" = shell ]; then
 	"${qemu[@]}" || status=$?
 else
-	timeout --foreground -k 10 "$timeout" "${qemu[@]}" </dev/null | tr -d '\r' ||
+	timeout --foreground -k 10 "$timeout" "${qemu[@]}" </dev/null | sed -u "s/\r$//" ||
 		status=$?
 fi
 elapsed=$(($(date +%s) - start))

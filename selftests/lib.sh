@@ -80,6 +80,19 @@ mrpin_unload() {
 	! mrpin_loaded || rmmod mrpin
 }
 
+# Print every mrpin file; `events` without waiting for new lines.
+mrpin_read_all() {
+	local f
+
+	for f in "$MRPIN_DIR"/*; do
+		if [ "$(basename "$f")" = events ]; then
+			dd if="$f" iflag=nonblock status=none 2>/dev/null
+		else
+			cat "$f"
+		fi
+	done
+}
+
 # mrpin_stat KEY: one value from the `stats` file.
 mrpin_stat() {
 	awk -v k="$1" '$1 == k { print $2 }' "$MRPIN_DIR/stats"

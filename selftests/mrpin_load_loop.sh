@@ -31,7 +31,7 @@ for i in $(seq "$cycles"); do
 	fi
 	if [ $((i % 10)) = 0 ]; then
 		rdma link add mrpin_rxe2 type rxe netdev mrpin_d2
-		cat "$MRPIN_DIR"/* >/dev/null
+		mrpin_read_all >/dev/null
 		rdma link delete mrpin_rxe2
 	fi
 	if ! rmmod mrpin; then
