@@ -7,12 +7,13 @@
  *	its process (struct mrpin_proc, one per address space),
  *	its user (struct mrpin_user),
  *	its cgroup and every ancestor (struct mrpin_cg, leaf to root),
- * each a struct mrpin_counter, and to its device (no limit there).  At each
- * level the charge is added first and compared with the level's limits
- * after (atomic64_add_return), so concurrent pins can never overshoot a
- * limit together: the one that crosses it sees the crossing, rolls back
- * exactly the levels it charged, and is refused (misc_cg_try_charge() and
- * iommufd's incr_user_locked_vm() work the same way).
+ * each a struct mrpin_counter, and to its device (no limit there).  A level
+ * with a limit is charged with a compare-and-exchange loop that adds only
+ * what fits (as iommufd's incr_user_locked_vm() does), so concurrent pins
+ * never overshoot a limit together, and no reader ever sees a counter above
+ * it.  The first level a pin does not fit in refuses it: the levels already
+ * charged are rolled back, exactly those (misc_cg_try_charge() works the
+ * same way).
  *
  * The charge is made before the real ib_umem_get() pins anything, exactly
  * as ib_umem_get() itself charges mm->pinned_vm first, and is taken back
@@ -358,10 +359,36 @@ static void mrpin_max64(atomic64_t *peak, s64 value)
 }
 
 /*
- * Charge one level and check its rule.  Return true when an enforced limit
- * is crossed (described in *v); a crossed limit in warn mode is reported
- * here and counted, and the pin goes on.  Called under rcu_read_lock(),
- * which keeps the policy the limits come from.
+ * Add @n to @counter unless that takes it over @max: a compare-and-exchange
+ * loop, so a counter with a limit never shows more than the limit, not
+ * even for an instant.  On failure, *usage is the value that did not fit.
+ */
+static bool mrpin_counter_try_add(atomic64_t *counter, u64 n, u64 max,
+				  u64 *usage)
+{
+	s64 old = atomic64_read(counter);
+
+	do {
+		if ((u64)old > max || n > max - (u64)old) {
+			*usage = old;
+			return false;
+		}
+	} while (!atomic64_try_cmpxchg(counter, &old, old + n));
+	return true;
+}
+
+static void mrpin_counter_add(struct mrpin_counter *c, u64 bytes)
+{
+	atomic64_inc(&c->pins);
+	atomic64_add(bytes, &c->pinned_bytes);
+}
+
+/*
+ * Charge one level within its rule.  Return false when an enforced limit
+ * would be crossed (described in *v): the level is then left uncharged.  A
+ * limit crossed in warn mode is reported and counted here, and the level is
+ * charged all the same.  Called under rcu_read_lock(), which keeps the
+ * policy the limits come from.
  */
 static bool mrpin_level_try_charge(struct mrpin_counter *c,
 				   enum mrpin_scope scope, u64 id, u64 bytes,
@@ -369,25 +396,28 @@ static bool mrpin_level_try_charge(struct mrpin_counter *c,
 {
 	const struct mrpin_limits *lim;
 	const char *path = NULL;
-	u64 pins, total;
+	u64 usage;
 
-	pins = atomic64_inc_return(&c->pins);
-	total = atomic64_add_return(bytes, &c->pinned_bytes);
 	lim = mrpin_policy_limits(scope, id, &path);
-	if (!lim)
-		return false;
+	if (!lim) {
+		mrpin_counter_add(c, bytes);
+		return true;
+	}
 
 	if (bytes > lim->max[MRPIN_MAX_PIN_SIZE]) {
 		v->key = MRPIN_MAX_PIN_SIZE;
 		v->usage = bytes;
-	} else if (total > lim->max[MRPIN_MAX_PINNED]) {
+	} else if (!mrpin_counter_try_add(&c->pinned_bytes, bytes,
+					  lim->max[MRPIN_MAX_PINNED], &usage)) {
 		v->key = MRPIN_MAX_PINNED;
-		v->usage = total - bytes;
-	} else if (pins > lim->max[MRPIN_MAX_PINS]) {
+		v->usage = usage;
+	} else if (!mrpin_counter_try_add(&c->pins, 1, lim->max[MRPIN_MAX_PINS],
+					  &usage)) {
+		atomic64_sub(bytes, &c->pinned_bytes);
 		v->key = MRPIN_MAX_PINS;
-		v->usage = pins - 1;
+		v->usage = usage;
 	} else {
-		return false;
+		return true;
 	}
 	v->scope = scope;
 	v->id = id;
@@ -396,10 +426,11 @@ static bool mrpin_level_try_charge(struct mrpin_counter *c,
 	v->limit = lim->max[v->key];
 	v->warn = lim->warn;
 	if (!v->warn)
-		return true;
+		return false;
+	mrpin_counter_add(c, bytes);
 	atomic64_inc(&mrpin_stats.warnings_total);
 	mrpin_report(v);
-	return false;
+	return true;
 }
 
 /**
@@ -423,31 +454,31 @@ int mrpin_try_charge(struct mrpin_pin *pin, u64 bytes, struct cgroup *cgrp)
 	struct cgroup *old = NULL;
 	int level = 0;
 
+	/* level: how many levels are charged, for the rollback. */
 	rcu_read_lock();
-	if (mrpin_level_try_charge(&mrpin_stats.usage, MRPIN_SCOPE_GLOBAL, 0,
-				   bytes, &v))
+	if (!mrpin_level_try_charge(&mrpin_stats.usage, MRPIN_SCOPE_GLOBAL, 0,
+				    bytes, &v))
 		goto rollback;
 	level++;
-	if (mrpin_level_try_charge(&proc->usage, MRPIN_SCOPE_PROCESS,
-				   proc->tgid, bytes, &v))
+	if (!mrpin_level_try_charge(&proc->usage, MRPIN_SCOPE_PROCESS,
+				    proc->tgid, bytes, &v))
 		goto rollback;
 	level++;
-	if (mrpin_level_try_charge(&pin->user->usage, MRPIN_SCOPE_UID,
-				   from_kuid(&init_user_ns, pin->user->uid),
-				   bytes, &v))
+	if (!mrpin_level_try_charge(&pin->user->usage, MRPIN_SCOPE_UID,
+				    from_kuid(&init_user_ns, pin->user->uid),
+				    bytes, &v))
 		goto rollback;
 	level++;
 	for (cg = pin->cg; cg; cg = cg->parent) {
-		if (mrpin_level_try_charge(&cg->usage, MRPIN_SCOPE_CGROUP,
-					   cg->id, bytes, &v)) {
+		if (!mrpin_level_try_charge(&cg->usage, MRPIN_SCOPE_CGROUP,
+					    cg->id, bytes, &v)) {
 			failed_cg = cg;
 			goto rollback;
 		}
 	}
 	rcu_read_unlock();
 
-	atomic64_inc(&pin->dev->usage.pins);
-	atomic64_add(bytes, &pin->dev->usage.pinned_bytes);
+	mrpin_counter_add(&pin->dev->usage, bytes);
 
 	spin_lock(&proc->lock);
 	proc->memlock = rlimit(RLIMIT_MEMLOCK);
@@ -462,16 +493,14 @@ int mrpin_try_charge(struct mrpin_pin *pin, u64 bytes, struct cgroup *cgrp)
 	return 0;
 
 rollback:
-	mrpin_counter_sub(&mrpin_stats.usage, bytes);
 	if (level >= 1)
-		mrpin_counter_sub(&proc->usage, bytes);
+		mrpin_counter_sub(&mrpin_stats.usage, bytes);
 	if (level >= 2)
+		mrpin_counter_sub(&proc->usage, bytes);
+	if (level >= 3)
 		mrpin_counter_sub(&pin->user->usage, bytes);
-	for (cg = pin->cg; level >= 3 && cg; cg = cg->parent) {
+	for (cg = pin->cg; level >= 3 && cg != failed_cg; cg = cg->parent)
 		mrpin_counter_sub(&cg->usage, bytes);
-		if (cg == failed_cg)
-			break;
-	}
 	rcu_read_unlock();
 
 	spin_lock(&proc->lock);

@@ -1,0 +1,261 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The policy file /sys/kernel/debug/mrpin/limits keeps its contract: it
+# reads as the complete policy in the grammar it takes (sizes with the
+# largest exact binary suffix, uid rules by uid, then cgroup rules by
+# path), a line sets only the keys it names, one write() is one
+# transaction, `cat limits > saved; ...; cat saved > limits` restores it
+# byte for byte, a bad write fails with EINVAL and says which line, only
+# CAP_SYS_ADMIN writes it (checked by the write itself), and the module
+# parameters set the load-time defaults that `reset` goes back to.
+. "$(dirname "$0")/lib.sh"
+
+require_root
+[ -f "$MRPIN_KO" ] || ktap_skip_all "$MRPIN_KO is not built"
+mrpin_load
+LIMITS=$MRPIN_DIR/limits
+EVENTS=$MRPIN_DIR/events
+CG=/sys/fs/cgroup
+NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+PLAN=57
+ktap_plan $PLAN
+
+tmp=$(mktemp -d)
+problems=$(dmesg_problems)
+
+if [ ! -e "$LIMITS" ]; then
+	ktap_diag "$LIMITS is missing: this mrpin has no policy"
+	for _ in $(seq $PLAN); do ktap_fail "limits_file_exists"; done
+	ktap_finish
+fi
+
+# put TEXT: write TEXT (and a newline if it lacks one) to limits in a
+# single write(); dd's status, its error message in $tmp/err.
+put() {
+	local text=$1
+
+	[ "${text: -1}" = $'\n' ] || text+=$'\n'
+	printf '%s' "$text" | dd of="$LIMITS" bs=1M count=1 iflag=fullblock \
+		conv=notrunc status=none 2>"$tmp/err"
+}
+
+# fails_einval TEXT: the write fails with EINVAL.
+fails_einval() {
+	! put "$1" && grep -q 'Invalid argument' "$tmp/err"
+}
+
+# has_line LINE: limits has exactly this line.
+has_line() {
+	grep -qxF -- "$1" "$LIMITS"
+}
+
+# same_as FILE: limits holds exactly the bytes of FILE.  (Through a pipe:
+# cmp -s takes two regular files of different st_size as different, and
+# debugfs files have none.)
+same_as() {
+	cat "$LIMITS" | cmp -s - "$1"
+}
+
+# rules_are TEXT: the uid and cgroup rules, scope and name, in order.
+rules_are() {
+	test "$(awk '$1 == "uid" || $1 == "cgroup" { printf "%s %s;", $1, $2 }' "$LIMITS")" = "$1"
+}
+
+cat >"$tmp/default" <<'EOF'
+# mrpin limits: write this back to restore this policy
+reset
+global max_pinned=50% max_pins=unlimited max_pin_size=unlimited action=enforce
+process max_pinned=unlimited max_pins=unlimited max_pin_size=unlimited action=enforce
+EOF
+
+mkdir -p "$CG/mrpin_p/a/c" "$CG/mrpin_p/b"
+
+# 1. The files.
+ktap_check "limits_is_mode_0600" test "$(stat -c %a "$LIMITS")" = 600
+ktap_check "events_is_mode_0400" test "$(stat -c %a "$EVENTS")" = 400
+put 'reset'
+ktap_check "default_policy_reads_back_as_documented" same_as "$tmp/default"
+
+# 2. The grammar, as read back.
+put 'process max_pins=10000'
+put 'process max_pin_size=1G'
+ktap_check "line_sets_only_the_keys_it_names" \
+	has_line 'process max_pinned=unlimited max_pins=10000 max_pin_size=1G action=enforce'
+put 'global action=warn'
+ktap_check "global_action_alone_keeps_its_percentage" \
+	has_line 'global max_pinned=50% max_pins=unlimited max_pin_size=unlimited action=warn'
+put 'reset'
+put 'uid 4242 max_pins=7'
+ktap_check "new_uid_rule_starts_unlimited_and_enforcing" \
+	has_line 'uid 4242 max_pinned=unlimited max_pins=7 max_pin_size=unlimited action=enforce'
+put 'cgroup /mrpin_p action=warn'
+ktap_check "new_cgroup_rule_starts_unlimited" \
+	has_line 'cgroup /mrpin_p max_pinned=unlimited max_pins=unlimited max_pin_size=unlimited action=warn'
+
+put $'reset\nuid 1 max_pinned=1048576\nuid 2 max_pinned=1536K\nuid 3 max_pinned=1000\nuid 4 max_pinned=2048M\nuid 5 max_pinned=1T max_pin_size=4096\nuid 6 max_pinned=3072G max_pin_size=1025K\nuid 7 max_pins=1024 max_pinned=5%\nuid 8 max_pinned=4097\n'
+ktap_check "write_of_eight_rules_succeeds" test "$(grep -c '^uid ' "$LIMITS")" = 8
+ktap_check "bytes_print_with_the_largest_exact_suffix" \
+	has_line 'uid 1 max_pinned=1M max_pins=unlimited max_pin_size=unlimited action=enforce'
+ktap_check "size_not_a_whole_mebibyte_prints_in_kibibytes" \
+	has_line 'uid 2 max_pinned=1536K max_pins=unlimited max_pin_size=unlimited action=enforce'
+ktap_check "size_not_a_whole_kibibyte_prints_in_bytes" \
+	has_line 'uid 3 max_pinned=1000 max_pins=unlimited max_pin_size=unlimited action=enforce'
+ktap_check "mebibytes_print_as_gibibytes_when_exact" \
+	has_line 'uid 4 max_pinned=2G max_pins=unlimited max_pin_size=unlimited action=enforce'
+ktap_check "tebibytes_and_max_pin_size_print_with_suffixes" \
+	has_line 'uid 5 max_pinned=1T max_pins=unlimited max_pin_size=4K action=enforce'
+ktap_check "gibibytes_print_as_tebibytes_when_exact" \
+	has_line 'uid 6 max_pinned=3T max_pins=unlimited max_pin_size=1025K action=enforce'
+ktap_check "max_pins_prints_as_a_plain_count_and_a_percentage_as_written" \
+	has_line 'uid 7 max_pinned=5% max_pins=1024 max_pin_size=unlimited action=enforce'
+ktap_check "odd_byte_count_prints_plain" \
+	has_line 'uid 8 max_pinned=4097 max_pins=unlimited max_pin_size=unlimited action=enforce'
+
+put $'reset\nuid 20000 max_pins=1\ncgroup /mrpin_p/b max_pins=1\nuid 3 max_pins=1\ncgroup /mrpin_p/a/c max_pins=1\nuid 1000 max_pins=1\ncgroup /mrpin_p/a max_pins=1\n'
+ktap_check "uid_rules_by_uid_then_cgroup_rules_by_path" \
+	rules_are "uid 3;uid 1000;uid 20000;cgroup /mrpin_p/a;cgroup /mrpin_p/a/c;cgroup /mrpin_p/b;"
+ktap_check "header_reset_global_process_come_first" \
+	test "$(head -n 4 "$LIMITS" | awk '{ print $1 }' | tr '\n' ' ')" = "# reset global process "
+put 'uid 1000 delete'
+put 'cgroup /mrpin_p/a delete'
+ktap_check "delete_removes_only_that_rule" \
+	rules_are "uid 3;uid 20000;cgroup /mrpin_p/a/c;cgroup /mrpin_p/b;"
+put 'reset'
+ktap_check "reset_removes_every_rule_and_restores_the_defaults" same_as "$tmp/default"
+
+put $'uid 9 max_pins=1\nreset\n# a comment\n\nuid 10 max_pins=2\nuid 11 max_pins=3\nuid 11 delete\n'
+{ cat "$tmp/default"; echo 'uid 10 max_pinned=unlimited max_pins=2 max_pin_size=unlimited action=enforce'; } >"$tmp/in_order"
+ktap_check "lines_of_one_write_apply_in_order" same_as "$tmp/in_order"
+
+# 3. One write, one transaction; errors say which line.
+cat "$LIMITS" >"$tmp/before"
+ktap_check "write_with_a_bad_last_line_fails_with_einval" \
+	fails_einval $'uid 12 max_pins=1\nreset\nglobal max_pinned=101%\n'
+ktap_check "failed_write_changes_nothing" same_as "$tmp/before"
+ktap_check "write_with_a_bad_first_line_fails_with_einval" \
+	fails_einval $'bogus\nuid 13 max_pins=1\n'
+ktap_check "failed_write_changes_nothing_either" same_as "$tmp/before"
+
+logged_line3() {
+	local before after
+	before=$(dmesg | grep -c 'mrpin: limits: line 3: ')
+	put $'# one\n\nglobal max_pinned=abc\nuid 14 max_pins=1\n'
+	after=$(dmesg | grep -c 'mrpin: limits: line 3: ')
+	[ "$after" -gt "$before" ]
+}
+# The log is rate-limited: give it one more chance after its window.
+if logged_line3 || { sleep 6; logged_line3; }; then
+	ktap_ok "error_is_logged_with_its_line_number"
+else
+	ktap_fail "error_is_logged_with_its_line_number"
+	dmesg | grep 'mrpin: limits' | tail -n 3 | sed 's/^/# /'
+fi
+
+# 4. Round trip.
+put $'reset\nglobal max_pinned=40% action=warn\nprocess max_pinned=3G max_pins=500 max_pin_size=1536K\nuid 1000 max_pinned=8G action=warn\nuid 7 max_pins=3\ncgroup /mrpin_p/a max_pinned=16G\ncgroup /mrpin_p/b action=warn max_pin_size=1M\n'
+cat "$LIMITS" >"$tmp/saved"
+ktap_check "saved_policy_starts_with_its_header_and_reset" \
+	test "$(head -n 2 "$tmp/saved" | tr '\n' ' ')" = "# mrpin limits: write this back to restore this policy reset "
+put $'uid 1000 delete\nuid 8 max_pins=1\nglobal max_pinned=1G action=enforce\nprocess max_pins=unlimited\ncgroup /mrpin_p/a delete\ncgroup /mrpin_p/a/c max_pins=2\n'
+ktap_check "changed_policy_differs_from_the_saved_one" bash -c "! cat $LIMITS | cmp -s - $tmp/saved"
+ktap_check "cat_of_the_saved_policy_is_accepted" bash -c "cat $tmp/saved > $LIMITS"
+ktap_check "round_trip_restores_the_policy_byte_for_byte" same_as "$tmp/saved"
+ktap_check "writing_it_twice_changes_nothing" bash -c "cat $tmp/saved > $LIMITS && cat $LIMITS | cmp -s - $tmp/saved"
+cat "$LIMITS" >"$tmp/saved2"
+put 'reset'
+ktap_check "restored_policy_saves_the_same_text" bash -c "cat $tmp/saved2 > $LIMITS && cat $LIMITS | cmp -s - $tmp/saved"
+ktap_check "saved_default_policy_round_trips" \
+	bash -c "cat $tmp/default > $LIMITS && cat $LIMITS | cmp -s - $tmp/default"
+
+# 5. Who may read and write it.
+put $'reset\nuid 77 max_pins=7\n'
+cat "$LIMITS" >"$tmp/perm"
+ktap_check "unprivileged_user_cannot_read_limits" \
+	bash -c "! ${NOBODY[*]} cat $LIMITS >/dev/null 2>&1"
+ktap_check "unprivileged_user_cannot_write_limits" \
+	bash -c "! ${NOBODY[*]} bash -c 'echo reset > $LIMITS' 2>/dev/null && cat $LIMITS | cmp -s - $tmp/perm"
+chmod 666 "$LIMITS"
+ktap_check "chmod_666_is_taken" test "$(stat -c %a "$LIMITS")" = 666
+ktap_check "unprivileged_user_cannot_read_limits_after_chmod_666" \
+	bash -c "! ${NOBODY[*]} cat $LIMITS >/dev/null 2>&1"
+ktap_check "unprivileged_user_cannot_write_limits_after_chmod_666" \
+	bash -c "! ${NOBODY[*]} bash -c 'echo reset > $LIMITS' 2>/dev/null && cat $LIMITS | cmp -s - $tmp/perm"
+# The write handler checks: a descriptor root opened, written by nobody.
+exec 3<>"$LIMITS"
+"${NOBODY[@]}" bash -c 'printf "reset\n" >&3' 2>"$tmp/nobody_err"
+status=$?
+ktap_check "nobody_cannot_write_through_a_descriptor_root_opened" \
+	bash -c "[ $status != 0 ] && cat $LIMITS | cmp -s - $tmp/perm"
+ktap_diag "nobody's write: $(tail -n1 "$tmp/nobody_err")"
+exec 3>&-
+# With every directory on the way open too: only the write's own check.
+mode_debug=$(stat -c %a /sys/kernel/debug)
+mode_mrpin=$(stat -c %a "$MRPIN_DIR")
+if chmod 755 /sys/kernel/debug "$MRPIN_DIR" 2>/dev/null &&
+	"${NOBODY[@]}" test -w "$LIMITS"; then
+	"${NOBODY[@]}" bash -c "printf 'reset\n' > $LIMITS" 2>"$tmp/nobody_err"
+	status=$?
+	ktap_check "nobody_who_can_open_limits_still_cannot_write_it" \
+		bash -c "[ $status != 0 ] && cat $LIMITS | cmp -s - $tmp/perm"
+	ktap_diag "nobody's write: $(tail -n1 "$tmp/nobody_err")"
+	if "${NOBODY[@]}" cat "$LIMITS" >/dev/null 2>&1; then
+		ktap_diag "with 0666 and open directories nobody can read limits (the contract only guards writes)"
+	fi
+else
+	ktap_ok "nobody_who_can_open_limits_still_cannot_write_it # SKIP debugfs directories cannot be opened up"
+fi
+chmod "$mode_debug" /sys/kernel/debug
+chmod "$mode_mrpin" "$MRPIN_DIR"
+chmod 600 "$LIMITS"
+ktap_check "root_without_cap_sys_admin_cannot_write_limits" \
+	bash -c "! setpriv --bounding-set=-sys_admin --inh-caps=-sys_admin bash -c 'printf \"reset\n\" > $LIMITS' 2>/dev/null && cat $LIMITS | cmp -s - $tmp/perm"
+ktap_check "root_with_cap_sys_admin_can_write_limits" \
+	bash -c "printf 'reset\n' > $LIMITS && cat $LIMITS | cmp -s - $tmp/default"
+
+# 6. Module parameters: validated like the file, the defaults of `reset`.
+put 'reset'
+rmdir "$CG/mrpin_p/a/c" "$CG/mrpin_p/a" "$CG/mrpin_p/b" "$CG/mrpin_p"
+
+# bad_param PARAM...: insmod fails with EINVAL and leaves nothing loaded.
+bad_param() {
+	local out status
+	out=$(insmod "$MRPIN_KO" "$@" 2>&1)
+	status=$?
+	if mrpin_loaded; then
+		rmmod mrpin
+		return 1
+	fi
+	[ "$status" != 0 ] && grep -q 'Invalid parameters' <<<"$out"
+}
+
+mrpin_unload
+for p in global_max_pinned=101% global_max_pinned=abc global_max_pinned= \
+	global_max_pinned=-5% global_max_pinned=1P global_action=maybe \
+	process_max_pinned=200% process_max_pins=lots process_max_pins=-1 \
+	process_max_pin_size=50%; do
+	ktap_check "insmod_${p}_fails_with_einval" bad_param "$p"
+done
+cat >"$tmp/params" <<'EOF'
+# mrpin limits: write this back to restore this policy
+reset
+global max_pinned=40% max_pins=unlimited max_pin_size=unlimited action=warn
+process max_pinned=1G max_pins=100 max_pin_size=64M action=enforce
+EOF
+ktap_check "insmod_with_good_parameters_loads" \
+	insmod "$MRPIN_KO" global_max_pinned=40% global_action=warn \
+	process_max_pinned=1G process_max_pins=100 process_max_pin_size=64M
+ktap_check "parameters_are_the_policy_at_load" same_as "$tmp/params"
+put $'uid 5 max_pins=1\nglobal max_pinned=1G action=enforce\nprocess max_pins=7\n'
+put 'reset'
+ktap_check "reset_goes_back_to_the_load_time_parameters" same_as "$tmp/params"
+mrpin_unload
+mrpin_load
+ktap_check "plain_load_has_the_default_policy" same_as "$tmp/default"
+
+ktap_check "kernel_log_has_no_new_problems" test "$(dmesg_problems)" = "$problems"
+rm -rf "$tmp"
+if [ "$ktap_num" != "$PLAN" ]; then
+	ktap_fail "the plan counts $PLAN checks, $ktap_num ran"
+fi
+ktap_finish
