@@ -1,0 +1,548 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# mrpin's benchmarks: what tracking costs the registration path, kernel
+# memory per pin, the cost of reading the debugfs views, and registration
+# latency while `pins` is read.  Runs as root in the test VM (`make bench`)
+# with rxe0 up and mrpin loaded; switches mrpin off and on (rmmod/insmod)
+# so that loaded (A) and unloaded (B) runs alternate, A B A B ..., in one
+# boot.  A report: no pass/fail thresholds.
+#
+#   bench.sh [-r ROUNDS] [-s SECONDS] [-m ROUNDS] [-n PINS] [-k READS]
+#            [-l SECONDS] [-L ROUNDS] [-d DEV] [-v]
+#
+#   -r  A/B rounds of the throughput runs (default 7)
+#   -s  seconds per throughput run (default 2)
+#   -m  A/B rounds of the memory measurement (default 3)
+#   -n  the largest pin count of the read-time and latency runs (default
+#       100000; the others are 1/100 and 1/10 of it)
+#   -k  reads per file and pin count (default 7)
+#   -l  seconds per latency run (default 5)
+#   -L  rounds of the latency runs (default 3)
+#   -d  the RDMA device (default rxe0)
+#   -v  print every raw result on stderr
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=selftests/lib.sh
+. "$here/lib.sh"
+
+cmdline="$0${*:+ $*}"
+rounds=7
+run_s=2
+mem_rounds=3
+mem_pins=10000
+max_pins=100000
+reads=7
+lat_s=5
+lat_rounds=3
+dev=rxe0
+verbose=0
+
+usage() {
+	sed -n '/^#   bench.sh/,/^#   -v/s/^# \{0,1\}//p' "$0" >&2
+	exit 2
+}
+
+while getopts "r:s:m:n:k:l:L:d:vh" opt; do
+	case "$opt" in
+	r) rounds=$OPTARG ;;
+	s) run_s=$OPTARG ;;
+	m) mem_rounds=$OPTARG ;;
+	n) max_pins=$OPTARG ;;
+	k) reads=$OPTARG ;;
+	l) lat_s=$OPTARG ;;
+	L) lat_rounds=$OPTARG ;;
+	d) dev=$OPTARG ;;
+	v) verbose=1 ;;
+	*) usage ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -eq 0 ] || usage
+
+bench=$here/mrpin_bench
+die() {
+	echo "bench.sh: $*" >&2
+	exit 1
+}
+
+[ "$(id -u)" = 0 ] || die "run as root (in the test VM: make bench)"
+[ -x "$bench" ] || die "$bench is not built (run make)"
+[ -f "$MRPIN_KO" ] || die "$MRPIN_KO is not built (run make)"
+[ -e "/sys/class/infiniband/$dev" ] || die "RDMA device $dev not found"
+
+tmp=$(mktemp -d /tmp/mrpin-bench.XXXXXX)
+t_start=$EPOCHREALTIME
+
+# --- helpers -----------------------------------------------------------
+
+# The median of the arguments (the mean of the middle two for an even
+# count).
+median() {
+	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+		END { if (NR % 2) print v[(NR + 1) / 2];
+		      else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# (max - min) / median of the arguments, in percent.
+spread() {
+	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+		END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
+		      printf "%.0f", m ? 100 * (v[NR] - v[1]) / m : 0 }'
+}
+
+max() {
+	printf '%s\n' "$@" | sort -g | tail -n 1
+}
+
+min() {
+	printf '%s\n' "$@" | sort -g | head -n 1
+}
+
+# Raw results on stderr with -v.
+verbose() {
+	[ "$verbose" = 1 ] && echo "bench: $*" >&2
+	return 0
+}
+
+# calc EXPR: awk arithmetic, printed with %.6g unless the expression
+# formats itself.
+calc() {
+	awk "BEGIN { print $1 }"
+}
+
+# kv KEY LINE: the value of KEY=... in a line of mrpin_bench output.
+kv() {
+	sed -n "s/.*\\<$1=\\([^ ]*\\).*/\\1/p" <<<"$2"
+}
+
+human_size() {
+	awk -v b="$1" 'BEGIN {
+		if (b >= 1048576 && b % 1048576 == 0) printf "%d MiB", b / 1048576;
+		else if (b >= 1024 && b % 1024 == 0) printf "%d KiB", b / 1024;
+		else printf "%d B", b }'
+}
+
+now() {
+	echo "$EPOCHREALTIME"
+}
+
+set_state() {
+	case "$1" in
+	loaded) mrpin_load || die "insmod $MRPIN_KO failed" ;;
+	unloaded) mrpin_unload || die "rmmod mrpin failed" ;;
+	esac
+}
+
+# run_bench ARGS...: run mrpin_bench; its output goes to $out.
+run_bench() {
+	out=$("$bench" -d "$dev" "$@") || die "mrpin_bench $* failed"
+}
+
+# Holders: `mrpin_bench hold N` processes, each fed by a FIFO that this
+# shell keeps open; closing it makes the holder release its pins and exit.
+holder_pids=()
+holder_fds=()
+holder_outs=()
+
+hold_start() {
+	local i=${#holder_pids[@]} fifo fd
+
+	fifo=$tmp/hold.$i
+	mkfifo "$fifo" || die "mkfifo failed"
+	"$bench" -d "$dev" hold "$1" <"$fifo" >"$fifo.out" 2>&1 &
+	holder_pids+=($!)
+	holder_outs+=("$fifo.out")
+	exec {fd}>"$fifo"
+	holder_fds+=("$fd")
+}
+
+# Wait until every holder has printed "ready".
+hold_wait() {
+	local i
+
+	for i in "${!holder_pids[@]}"; do
+		until grep -q '^ready' "${holder_outs[$i]}"; do
+			kill -0 "${holder_pids[$i]}" 2>/dev/null ||
+				die "holder $i died: $(cat "${holder_outs[$i]}")"
+			sleep 0.1
+		done
+	done
+}
+
+hold_release_all() {
+	local i fd status=0
+
+	for fd in "${holder_fds[@]}"; do
+		exec {fd}>&-
+	done
+	for i in "${!holder_pids[@]}"; do
+		wait "${holder_pids[$i]}" || status=1
+	done
+	holder_pids=()
+	holder_fds=()
+	holder_outs=()
+	rm -f "$tmp"/hold.*
+	[ "$status" = 0 ] || die "a holder failed"
+}
+
+reader_pid=
+
+cleanup() {
+	local pid fd
+
+	[ -n "$reader_pid" ] && : >"$tmp/stop"
+	for fd in "${holder_fds[@]}"; do
+		exec {fd}>&-
+	done
+	for pid in "${holder_pids[@]}"; do
+		kill "$pid" 2>/dev/null
+	done
+	wait
+	mrpin_load
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+meminfo() {
+	awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo
+}
+
+settle() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	sleep 1
+}
+
+# The /proc/slabinfo line of the cache mrpin_pin objects come from:
+# mrpin_pin's own, or the cache SLUB merged it into (whose name is the one
+# alias of /sys/kernel/slab/mrpin_pin that /proc/slabinfo lists).
+pin_cache_name() {
+	local target alias
+
+	if grep -q '^mrpin_pin ' /proc/slabinfo; then
+		echo mrpin_pin
+		return
+	fi
+	target=$(readlink /sys/kernel/slab/mrpin_pin 2>/dev/null) || return 1
+	for alias in /sys/kernel/slab/*; do
+		if [ ! -L "$alias" ] || [ "$(readlink "$alias")" != "$target" ]; then
+			continue
+		fi
+		alias=${alias##*/}
+		if grep -q "^$alias " /proc/slabinfo; then
+			echo "$alias"
+			return
+		fi
+	done
+	return 1
+}
+
+# slab_field CACHE N: field N of the cache's /proc/slabinfo line
+# (2 active_objs, 3 num_objs, 4 objsize, 5 objperslab, 6 pagesperslab,
+# 15 num_slabs).
+slab_field() {
+	awk -v c="$1" -v f="$2" '$1 == c { print $f }' /proc/slabinfo
+}
+
+rule() {
+	printf '%.0s-' {1..78}
+	echo
+}
+
+# --- header --------------------------------------------------------------
+
+echo "mrpin benchmark"
+echo "command:  $cmdline   (cwd $PWD)"
+echo "date:     $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+echo "kernel:   $(uname -r), $(nproc) CPUs, $(($(meminfo MemTotal) / 1024)) MiB RAM," \
+	"THP $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
+echo "mrpin:    $(cat "$MRPIN_DIR/version" 2>/dev/null || echo '?') ($MRPIN_KO)"
+echo "device:   $dev"
+echo "counts:   throughput $rounds A/B rounds x ${run_s} s per run;" \
+	"memory $mem_rounds A/B rounds x $mem_pins pins;"
+echo "          reads: $reads per file at $((max_pins / 100)), $((max_pins / 10))," \
+	"$max_pins pins; latency $lat_rounds rounds x ${lat_s} s per variant"
+echo "A = mrpin loaded, B = mrpin unloaded, alternating A B A B ... in this boot."
+echo
+
+mrpin_load || die "insmod $MRPIN_KO failed"
+
+# --- 1. registration throughput ----------------------------------------
+
+sizes=(4096 65536 2097152 67108864)
+declare -A rate last
+for _ in $(seq "$rounds"); do
+	for threads in 1 2; do
+		for size in "${sizes[@]}"; do
+			# One A/B pair, back to back.
+			for state in loaded unloaded; do
+				set_state "$state"
+				run_bench regdereg "$size" "$threads" "$run_s"
+				verbose "$state $out"
+				rate[$state,$size,$threads]+=" $(kv rate "$out")"
+				last[$state]=$(kv rate "$out")
+			done
+			rate[ratio,$size,$threads]+=" $(calc "${last[loaded]} / ${last[unloaded]}")"
+		done
+	done
+done
+set_state loaded
+
+rule
+echo "1. ibv_reg_mr + ibv_dereg_mr throughput"
+echo "   mrpin_bench regdereg SIZE THREADS $run_s: registrations/s summed over the"
+echo "   threads; $rounds A/B pairs per row, each pair back to back (rmmod/insmod"
+echo "   between runs).  Medians; spread = (max - min) / median; ratio = median"
+echo "   of the $rounds per-pair ratios loaded/unloaded, with their range."
+echo
+printf '   %-7s %3s %12s %7s %12s %7s %8s %14s\n' size thr \
+	"loaded /s" spread "unloaded /s" spread ratio "pair range"
+for threads in 1 2; do
+	for size in "${sizes[@]}"; do
+		# shellcheck disable=SC2086
+		{
+			la=$(median ${rate[loaded,$size,$threads]})
+			ua=$(median ${rate[unloaded,$size,$threads]})
+			ls=$(spread ${rate[loaded,$size,$threads]})
+			us=$(spread ${rate[unloaded,$size,$threads]})
+			ra=$(median ${rate[ratio,$size,$threads]})
+			rlo=$(min ${rate[ratio,$size,$threads]})
+			rhi=$(max ${rate[ratio,$size,$threads]})
+		}
+		printf '   %-7s %3d %12.1f %6s%% %12.1f %6s%% %8.3f %6.2f - %5.2f\n' \
+			"$(human_size "$size")" "$threads" "$la" "$ls" "$ua" \
+			"$us" "$ra" "$rlo" "$rhi"
+	done
+done
+echo
+
+# --- 2. kernel memory per pin ----------------------------------------------
+
+declare -A mem
+cache=
+for _ in $(seq "$mem_rounds"); do
+	for state in loaded unloaded; do
+		set_state "$state"
+		settle
+		slab0=$(meminfo Slab)
+		sunr0=$(meminfo SUnreclaim)
+		if [ "$state" = loaded ]; then
+			cache=$(pin_cache_name) || die "no slab cache for mrpin_pin"
+			act0=$(slab_field "$cache" 2)
+			nsl0=$(slab_field "$cache" 15)
+		fi
+		hold_start "$mem_pins"
+		hold_wait
+		sleep 1
+		slab1=$(meminfo Slab)
+		sunr1=$(meminfo SUnreclaim)
+		if [ "$state" = loaded ]; then
+			line=$(grep "^$cache " /proc/slabinfo)
+			act1=$(slab_field "$cache" 2)
+			nsl1=$(slab_field "$cache" 15)
+			objsize=$(slab_field "$cache" 4)
+			pps=$(slab_field "$cache" 6)
+			if [ "$cache" = mrpin_pin ]; then
+				# Its own cache: every object is a pin record.
+				act0=0
+				nsl0=0
+			fi
+			mem[objs]+=" $(calc "($act1 - $act0) * $objsize / $mem_pins")"
+			mem[slabs]+=" $(calc "($nsl1 - $nsl0) * $pps * 4096 / $mem_pins")"
+			pins=$(mrpin_stat pins)
+			[ "$pins" = "$mem_pins" ] ||
+				die "mrpin counts $pins pins, expected $mem_pins"
+		fi
+		mem[$state,slab]+=" $(calc "($slab1 - $slab0) * 1024 / $mem_pins")"
+		mem[$state,sunr]+=" $(calc "($sunr1 - $sunr0) * 1024 / $mem_pins")"
+		verbose "$state Slab $slab0 -> $slab1 kB, SUnreclaim $sunr0 -> $sunr1 kB"
+		hold_release_all
+	done
+done
+set_state loaded
+
+rule
+echo "2. Kernel memory per tracked pin"
+echo "   mrpin_bench hold $mem_pins (4 KiB MRs, one process); median of" \
+	"$mem_rounds A/B rounds"
+echo
+if [ "$cache" = mrpin_pin ]; then
+	echo "   /proc/slabinfo with $mem_pins pins held (mrpin loaded):"
+else
+	echo "   mrpin_pin has no line of its own in /proc/slabinfo: SLUB merged it into"
+	echo "   '$cache' (same object size and flags).  Per-pin figures are"
+	echo "   that cache's growth from 0 to $mem_pins pins.  Its line with the pins held:"
+fi
+echo "     $(tr -s ' ' <<<"$line")"
+echo
+# shellcheck disable=SC2086
+{
+	objs=$(median ${mem[objs]})
+	slabs=$(median ${mem[slabs]})
+}
+printf '   %-44s %8d B\n' "objsize" "$objsize"
+printf '   %-44s %8.1f B\n' "active_objs * objsize / pins" "$objs"
+printf '   %-44s %8.1f B\n' "num_slabs * pagesperslab * 4096 / pins" "$slabs"
+echo
+echo "   /proc/meminfo growth per pin, 0 -> $mem_pins pins (bytes per pin):"
+printf '   %-20s %10s %10s %12s\n' "" loaded unloaded "difference"
+for k in slab sunr; do
+	case "$k" in
+	slab) label="Slab" ;;
+	sunr) label="SUnreclaim" ;;
+	esac
+	# shellcheck disable=SC2086
+	{
+		l=$(median ${mem[loaded,$k]})
+		u=$(median ${mem[unloaded,$k]})
+	}
+	printf '   %-20s %8.1f B %8.1f B %10.1f B\n' "$label" "$l" "$u" \
+		"$(calc "$l - $u")"
+done
+echo "   (difference = loaded - unloaded: mrpin's share.  Slab includes its pin"
+echo "   records, the xarray's nodes (radix_tree_node, reclaimable) and the"
+echo "   rhashtable's bucket array when kvmalloc() got it from kmalloc; the rest"
+echo "   is rxe and ib_core's own cost of an MR.)"
+echo
+
+# --- 3. read time of pins and procs ------------------------------------------
+
+# read_ms FILE: the wall time of one `cat FILE > /dev/null`, in ms.
+read_ms() {
+	local t0 t1
+
+	t0=$(now)
+	cat "$1" >/dev/null
+	t1=$(now)
+	calc "($t1 - $t0) * 1000"
+}
+
+levels=($((max_pins / 100)) $((max_pins / 10)) "$max_pins")
+declare -A rd
+held=0
+hold_s=0
+for n in "${levels[@]}"; do
+	t0=$(now)
+	add=$((n - held))
+	if [ "$n" = "$max_pins" ] && [ "$add" -ge 20000 ]; then
+		# Both vCPUs: two holders in parallel.
+		hold_start $((add / 2))
+		hold_start $((add - add / 2))
+	else
+		hold_start "$add"
+	fi
+	hold_wait
+	hold_s=$(calc "$hold_s + $(now) - $t0")
+	held=$n
+	pins=$(mrpin_stat pins)
+	[ "$pins" = "$n" ] || die "mrpin counts $pins pins, expected $n"
+	p=()
+	q=()
+	for i in $(seq "$reads"); do
+		p+=("$(read_ms "$MRPIN_DIR/pins")")
+		q+=("$(read_ms "$MRPIN_DIR/procs")")
+	done
+	verbose "$n pins: pins ${p[*]} ms; procs ${q[*]} ms"
+	rd[$n,pins]=$(median "${p[@]}")
+	rd[$n,procs]=$(median "${q[@]}")
+	rd[$n,bytes]=$(wc -c <"$MRPIN_DIR/pins")
+	rd[$n,lines]=$(wc -l <"$MRPIN_DIR/pins")
+	rd[$n,plines]=$(wc -l <"$MRPIN_DIR/procs")
+done
+
+rule
+echo "3. Time to read the debugfs views (mrpin loaded)"
+echo "   cat FILE > /dev/null, wall time including fork+exec of cat, median of"
+echo "   $reads reads; pins held by ${#holder_pids[@]} mrpin_bench hold processes"
+echo
+printf '   %9s %11s %13s %13s %13s\n' "live pins" "pins lines" \
+	"pins size" "pins read" "procs read"
+for n in "${levels[@]}"; do
+	printf '   %9d %11d %9.1f KiB %10.1f ms %10.1f ms\n' "$n" \
+		"${rd[$n,lines]}" "$(calc "${rd[$n,bytes]} / 1024")" \
+		"${rd[$n,pins]}" "${rd[$n,procs]}"
+done
+lo=${levels[1]}
+printf '   pins: %.2f us per line from %d to %d pins; procs has %d lines throughout\n' \
+	"$(calc "(${rd[$max_pins,pins]} - ${rd[$lo,pins]}) * 1000 / ($max_pins - $lo)")" \
+	"$lo" "$max_pins" "$((${rd[$max_pins,plines]} - 1))"
+echo
+
+# --- 4. registration latency while pins is read ------------------------------
+
+# reader_start FILE: a loop of `cat FILE > /dev/null` in the background,
+# until reader_stop.
+reader_start() {
+	rm -f "$tmp/stop" "$tmp/reads"
+	(
+		n=0
+		while [ ! -e "$tmp/stop" ]; do
+			cat "$1" >/dev/null
+			n=$((n + 1))
+		done
+		echo "$n" >"$tmp/reads"
+	) &
+	reader_pid=$!
+}
+
+# reader_stop: stop the loop after its current read; the number of reads
+# it completed goes to $reader_reads.  (Not in a $(...) subshell: the loop
+# is this shell's child.)
+reader_stop() {
+	: >"$tmp/stop"
+	wait "$reader_pid"
+	reader_pid=
+	reader_reads=$(cat "$tmp/reads")
+}
+
+variants=(none procs pins)
+declare -A lat
+for _ in $(seq "$lat_rounds"); do
+	for v in "${variants[@]}"; do
+		[ "$v" = none ] || reader_start "$MRPIN_DIR/$v"
+		run_bench latency "$lat_s"
+		if [ "$v" != none ]; then
+			reader_stop
+			lat[$v,reads]+=" $reader_reads"
+		fi
+		verbose "reader $v: $out${lat[$v,reads]:+ reads${lat[$v,reads]}}"
+		lat[$v,med]+=" $(kv median_us "$out")"
+		lat[$v,p99]+=" $(kv p99_us "$out")"
+		lat[$v,max]+=" $(kv max_us "$out")"
+		lat[$v,count]+=" $(kv count "$out")"
+	done
+done
+hold_release_all
+
+rule
+echo "4. Registration latency with $max_pins pins held (mrpin loaded)"
+echo "   mrpin_bench latency $lat_s: one 4 KiB ibv_reg_mr + ibv_dereg_mr at a time;"
+echo "   $lat_rounds runs per variant, interleaved; a second process loops"
+echo "   cat FILE > /dev/null on the other vCPU (procs: a control for the CPU"
+echo "   load of the loop itself)"
+echo
+printf '   %-19s %9s %9s %11s %11s %11s %11s\n' "concurrent reader" \
+	"reads/run" "regs/run" "median" "p99" "worst" "worst of"
+printf '   %-19s %9s %9s %11s %11s %11s %11s\n' "" "" "" "(median)" \
+	"(median)" "(median)" "all runs"
+for v in "${variants[@]}"; do
+	case "$v" in
+	none) label="none"; nr="-" ;;
+	*)
+		label="cat $v loop"
+		# shellcheck disable=SC2086
+		nr=$(median ${lat[$v,reads]})
+		;;
+	esac
+	# shellcheck disable=SC2086
+	printf '   %-19s %9s %9.0f %8.1f us %8.1f us %8.1f us %8.1f us\n' \
+		"$label" "$nr" "$(median ${lat[$v,count]})" \
+		"$(median ${lat[$v,med]})" "$(median ${lat[$v,p99]})" \
+		"$(median ${lat[$v,max]})" "$(max ${lat[$v,max]})"
+done
+echo
+
+rule
+printf 'total: %.0f s in the VM (holders: %d pins registered in %.1f s)\n' \
+	"$(calc "$(now) - $t_start")" "$max_pins" "$hold_s"
+echo
