@@ -55,6 +55,11 @@ static const struct rhashtable_params mrpin_pin_params = {
 	.automatic_shrinking = true,
 };
 
+static void mrpin_pin_ctor(void *object)
+{
+	memset(object, 0, sizeof(struct mrpin_pin));
+}
+
 static void mrpin_pin_free_rcu(struct rcu_head *rcu)
 {
 	kmem_cache_free(mrpin_pin_cache,
@@ -100,9 +105,10 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 	if (!size || addr + size < addr || PAGE_ALIGN(addr + size) < addr + size)
 		return NULL;
 
-	pin = kmem_cache_zalloc(mrpin_pin_cache, GFP_KERNEL);
+	pin = kmem_cache_alloc(mrpin_pin_cache, GFP_KERNEL);
 	if (!pin)
 		return ERR_PTR(-ENOMEM);
+	memset(pin, 0, sizeof(*pin));
 	pin->start = addr;
 	pin->length = size;
 	pin->caller = caller;
@@ -294,9 +300,14 @@ int mrpin_pin_init(void)
 {
 	int ret;
 
-	/* Own cache: its size shows in slabinfo; failslab can aim at it. */
+	/*
+	 * An own cache, so that its objects show in /proc/slabinfo and
+	 * failslab (where configured) can aim at it.  The constructor keeps
+	 * SLUB from merging it into another cache of the same size: 6.1 has
+	 * no SLAB_NO_MERGE, and SLAB_FAILSLAB is 0 without CONFIG_FAILSLAB.
+	 */
 	mrpin_pin_cache = kmem_cache_create("mrpin_pin", sizeof(struct mrpin_pin),
-					    0, SLAB_FAILSLAB, NULL);
+					    0, SLAB_FAILSLAB, mrpin_pin_ctor);
 	if (!mrpin_pin_cache)
 		return -ENOMEM;
 	ret = rhashtable_init(&mrpin_pins_by_umem, &mrpin_pin_params);

@@ -149,6 +149,14 @@ struct mrpin_stats {
 	uint64_t warnings_total;
 };
 
+/* `users` and `cgroups`: the pins of one user, or of one cgroup subtree. */
+struct mrpin_owner_row {
+	uint64_t uid;
+	char cgroup[512];
+	uint64_t pins;
+	uint64_t pinned_bytes;
+};
+
 enum mrpin_col_type {
 	MRPIN_COL_U64,
 	MRPIN_COL_PID,
@@ -355,6 +363,19 @@ out:
 #define MRPIN_PIN_COL(f, kind) MRPIN_COL(struct mrpin_pin_row, f, kind)
 #define MRPIN_DEV_COL(f, kind) MRPIN_COL(struct mrpin_dev_row, f, kind)
 #define MRPIN_STAT(f) MRPIN_COL(struct mrpin_stats, f, MRPIN_COL_U64)
+#define MRPIN_OWNER_COL(f, kind) MRPIN_COL(struct mrpin_owner_row, f, kind)
+
+static const struct mrpin_col mrpin_user_cols[] = {
+	MRPIN_OWNER_COL(uid, MRPIN_COL_U64),
+	MRPIN_OWNER_COL(pins, MRPIN_COL_U64),
+	MRPIN_OWNER_COL(pinned_bytes, MRPIN_COL_U64),
+};
+
+static const struct mrpin_col mrpin_cgroup_cols[] = {
+	MRPIN_OWNER_COL(cgroup, MRPIN_COL_STR),
+	MRPIN_OWNER_COL(pins, MRPIN_COL_U64),
+	MRPIN_OWNER_COL(pinned_bytes, MRPIN_COL_U64),
+};
 
 static const struct mrpin_col mrpin_proc_cols[] = {
 	MRPIN_PROC_COL(pid, MRPIN_COL_PID),
@@ -421,6 +442,22 @@ static inline int mrpin_read_devices(struct mrpin_dev_row **rows)
 {
 	return mrpin_read_table("devices", mrpin_dev_cols,
 				MRPIN_ARRAY_SIZE(mrpin_dev_cols),
+				sizeof(**rows), (void **)rows);
+}
+
+/* `users`: one row per user with live pins. */
+static inline int mrpin_read_users(struct mrpin_owner_row **rows)
+{
+	return mrpin_read_table("users", mrpin_user_cols,
+				MRPIN_ARRAY_SIZE(mrpin_user_cols),
+				sizeof(**rows), (void **)rows);
+}
+
+/* `cgroups`: one row per cgroup holding pins in its subtree. */
+static inline int mrpin_read_cgroups(struct mrpin_owner_row **rows)
+{
+	return mrpin_read_table("cgroups", mrpin_cgroup_cols,
+				MRPIN_ARRAY_SIZE(mrpin_cgroup_cols),
 				sizeof(**rows), (void **)rows);
 }
 
