@@ -78,7 +78,7 @@ static struct mrpin_proc *mrpin_proc_alloc(struct mm_struct *mm)
 	proc = kzalloc(sizeof(*proc), GFP_KERNEL);
 	if (!proc)
 		return NULL;
-	refcount_set(&proc->ref, 1);
+	atomic_set(&proc->ref, 1);
 	spin_lock_init(&proc->lock);
 	proc->mm = mm;
 	mmgrab(mm);
@@ -99,6 +99,31 @@ static void mrpin_proc_free(struct mrpin_proc *proc)
 	kfree_rcu(proc, rcu);
 }
 
+/* Unlink a parked record and free it after RCU readers are done. */
+static void mrpin_proc_del_locked(struct mrpin_proc *proc)
+{
+	lockdep_assert_held(&mrpin_owners_lock);
+	hash_del_rcu(&proc->hnode);
+	list_del(&proc->node);
+	WARN_ONCE(atomic64_read(&proc->usage.pins) ||
+		  atomic64_read(&proc->usage.pinned_bytes),
+		  "mrpin: pid %d (%s) record freed with pins left\n",
+		  proc->tgid, proc->comm);
+	mrpin_proc_free(proc);
+}
+
+/* Free the parked records of address spaces that have exited. */
+static void mrpin_proc_reap_locked(void)
+{
+	struct mrpin_proc *proc, *tmp;
+
+	lockdep_assert_held(&mrpin_owners_lock);
+	list_for_each_entry_safe(proc, tmp, &mrpin_procs, node)
+		if (!atomic_read(&proc->ref) &&
+		    !atomic_read(&proc->mm->mm_users))
+			mrpin_proc_del_locked(proc);
+}
+
 /**
  * mrpin_proc_get_current() - the record of the current address space
  *
@@ -117,9 +142,18 @@ struct mrpin_proc *mrpin_proc_get_current(void)
 
 	rcu_read_lock();
 	proc = mrpin_proc_find_rcu(mm);
-	if (proc && !refcount_inc_not_zero(&proc->ref))
+	if (proc && !atomic_inc_not_zero(&proc->ref))
 		proc = NULL;
 	rcu_read_unlock();
+	if (proc)
+		return proc;
+
+	/* Parked (or new): the slow path, under the lock. */
+	mutex_lock(&mrpin_owners_lock);
+	proc = mrpin_proc_find_rcu(mm);
+	if (proc)
+		atomic_inc(&proc->ref);
+	mutex_unlock(&mrpin_owners_lock);
 	if (proc)
 		return proc;
 
@@ -128,11 +162,11 @@ struct mrpin_proc *mrpin_proc_get_current(void)
 		return ERR_PTR(-ENOMEM);
 
 	mutex_lock(&mrpin_owners_lock);
-	/* Under the lock, a record found has a non-zero count. */
 	proc = mrpin_proc_find_rcu(mm);
 	if (proc) {
-		refcount_inc(&proc->ref);
+		atomic_inc(&proc->ref);
 	} else {
+		mrpin_proc_reap_locked();
 		hash_add_rcu(mrpin_procs_hash, &new->hnode, (unsigned long)mm);
 		list_add_tail(&new->node, &mrpin_procs);
 		proc = new;
@@ -148,22 +182,15 @@ struct mrpin_proc *mrpin_proc_get_current(void)
  * mrpin_proc_put() - drop a reference to a process record
  * @proc: the record
  *
- * The record is unlinked and freed with its last reference.
+ * The last reference parks the record: it stays, out of sight, for the
+ * next pin of the same address space; mrpin_proc_reap_locked() frees it
+ * once the address space is gone.
  *
- * Context: process context, may sleep.
+ * Context: any context.
  */
 void mrpin_proc_put(struct mrpin_proc *proc)
 {
-	if (!refcount_dec_and_mutex_lock(&proc->ref, &mrpin_owners_lock))
-		return;
-	hash_del_rcu(&proc->hnode);
-	list_del(&proc->node);
-	mutex_unlock(&mrpin_owners_lock);
-	WARN_ONCE(atomic64_read(&proc->usage.pins) ||
-		  atomic64_read(&proc->usage.pinned_bytes),
-		  "mrpin: pid %d (%s) record freed with pins left\n",
-		  proc->tgid, proc->comm);
-	mrpin_proc_free(proc);
+	WARN_ON_ONCE(atomic_dec_return(&proc->ref) < 0);
 }
 
 /**
@@ -197,8 +224,11 @@ static struct mrpin_user *mrpin_user_find_rcu(kuid_t uid)
  * mrpin_user_get() - find or create the record of a user
  * @uid: the user
  *
+ * User records are few and stay until mrpin is unloaded, so that a user
+ * whose pins come and go does not make and free one on every pin.
+ *
  * Context: process context, may sleep.
- * Return: the record with a reference, or ERR_PTR(-ENOMEM).
+ * Return: the record, or ERR_PTR(-ENOMEM).
  */
 struct mrpin_user *mrpin_user_get(kuid_t uid)
 {
@@ -206,8 +236,6 @@ struct mrpin_user *mrpin_user_get(kuid_t uid)
 
 	rcu_read_lock();
 	user = mrpin_user_find_rcu(uid);
-	if (user && !refcount_inc_not_zero(&user->ref))
-		user = NULL;
 	rcu_read_unlock();
 	if (user)
 		return user;
@@ -215,13 +243,11 @@ struct mrpin_user *mrpin_user_get(kuid_t uid)
 	new = kzalloc(sizeof(*new), GFP_KERNEL);
 	if (!new)
 		return ERR_PTR(-ENOMEM);
-	refcount_set(&new->ref, 1);
 	new->uid = uid;
 
 	mutex_lock(&mrpin_owners_lock);
 	user = mrpin_user_find_rcu(uid);
 	if (user) {
-		refcount_inc(&user->ref);
 		kfree(new);
 	} else {
 		hash_add_rcu(mrpin_users_hash, &new->hnode, __kuid_val(uid));
@@ -229,21 +255,6 @@ struct mrpin_user *mrpin_user_get(kuid_t uid)
 	}
 	mutex_unlock(&mrpin_owners_lock);
 	return user;
-}
-
-/**
- * mrpin_user_put() - drop a reference to a user record
- * @user: the record
- *
- * Context: process context, may sleep.
- */
-void mrpin_user_put(struct mrpin_user *user)
-{
-	if (!refcount_dec_and_mutex_lock(&user->ref, &mrpin_owners_lock))
-		return;
-	hash_del_rcu(&user->hnode);
-	mutex_unlock(&mrpin_owners_lock);
-	kfree_rcu(user, rcu);
 }
 
 /* --- cgroups --- */
@@ -256,6 +267,40 @@ static struct mrpin_cg *mrpin_cg_find_rcu(u64 id)
 		if (cg->id == id)
 			return cg;
 	return NULL;
+}
+
+/*
+ * Free the parked records of cgroups that no longer exist; freeing one
+ * drops its parent's reference, which may park (and free) the parent.
+ * Called when a new record is made, so that cgroup churn (a cgroup per
+ * job) cannot grow the table without bound.
+ */
+static void mrpin_cg_reap_locked(void)
+{
+	struct mrpin_cg *cg, *parent;
+	struct hlist_node *tmp;
+	struct cgroup *cgrp;
+	bool again;
+	int bkt;
+
+	lockdep_assert_held(&mrpin_owners_lock);
+	do {
+		again = false;
+		hash_for_each_safe(mrpin_cgs_hash, bkt, tmp, cg, hnode) {
+			if (atomic_read(&cg->ref))
+				continue;
+			cgrp = cgroup_get_from_id(cg->id);
+			if (!IS_ERR(cgrp)) {
+				cgroup_put(cgrp);
+				continue;
+			}
+			hash_del_rcu(&cg->hnode);
+			parent = cg->parent;
+			kfree_rcu(cg, rcu);
+			if (parent && atomic_dec_and_test(&parent->ref))
+				again = true;
+		}
+	} while (again);
 }
 
 /**
@@ -272,7 +317,7 @@ struct mrpin_cg *mrpin_cg_get(struct cgroup *cgrp)
 
 	rcu_read_lock();
 	cg = mrpin_cg_find_rcu(cgroup_id(cgrp));
-	if (cg && !refcount_inc_not_zero(&cg->ref))
+	if (cg && !atomic_inc_not_zero(&cg->ref))
 		cg = NULL;
 	rcu_read_unlock();
 	if (cg)
@@ -289,13 +334,14 @@ struct mrpin_cg *mrpin_cg_get(struct cgroup *cgrp)
 	for (c = cgrp; c; c = cgroup_parent(c)) {
 		found = mrpin_cg_find_rcu(cgroup_id(c));
 		if (found) {
-			refcount_inc(&found->ref);
+			/* Maybe parked (no pin, no child): it comes back. */
+			atomic_inc(&found->ref);
 			cg = found;
 		} else {
 			cg = kzalloc(sizeof(*cg), GFP_KERNEL);
 			if (!cg)
 				goto nomem;
-			refcount_set(&cg->ref, 1);
+			atomic_set(&cg->ref, 1);
 			cg->id = cgroup_id(c);
 		}
 		if (child)
@@ -306,6 +352,8 @@ struct mrpin_cg *mrpin_cg_get(struct cgroup *cgrp)
 			break;
 		child = cg;
 	}
+	if (leaf != found)
+		mrpin_cg_reap_locked();
 	for (cg = leaf; cg && cg != found; cg = cg->parent)
 		hash_add_rcu(mrpin_cgs_hash, &cg->hnode, cg->id);
 	mutex_unlock(&mrpin_owners_lock);
@@ -322,24 +370,18 @@ nomem:
 }
 
 /**
- * mrpin_cg_put() - drop a reference to a cgroup record
+ * mrpin_cg_put() - drop a pin's reference to a cgroup record
  * @cg: the record
  *
- * A record freed drops its reference to its parent's.
+ * A record left without pins and children is parked, not freed: the next
+ * pin in that cgroup finds it again.  mrpin_cg_reap_locked() frees parked
+ * records whose cgroup is gone.
  *
- * Context: process context, may sleep.
+ * Context: any context.
  */
 void mrpin_cg_put(struct mrpin_cg *cg)
 {
-	struct mrpin_cg *parent;
-
-	while (cg && refcount_dec_and_mutex_lock(&cg->ref, &mrpin_owners_lock)) {
-		hash_del_rcu(&cg->hnode);
-		mutex_unlock(&mrpin_owners_lock);
-		parent = cg->parent;
-		kfree_rcu(cg, rcu);
-		cg = parent;
-	}
+	WARN_ON_ONCE(atomic_dec_return(&cg->ref) < 0);
 }
 
 /* --- charges --- */
@@ -564,22 +606,46 @@ void mrpin_uncharge(struct mrpin_pin *pin, u64 bytes, bool released)
 /**
  * mrpin_account_exit() - check that nothing is left charged
  *
- * Called after every pin record was dropped: any record left is a leak of
- * references, reported with its owner.
+ * Called after every pin record was dropped: any process record left is a
+ * leak of references, reported with its owner.  User and cgroup records,
+ * kept for reuse, are freed here.
  *
  * Context: process context.
  */
 void mrpin_account_exit(void)
 {
-	struct mrpin_proc *proc;
+	struct mrpin_proc *proc, *ptmp;
+	struct mrpin_user *user;
+	struct hlist_node *tmp;
+	struct mrpin_cg *cg;
+	int bkt;
 
 	mutex_lock(&mrpin_owners_lock);
-	list_for_each_entry(proc, &mrpin_procs, node)
-		pr_err("mrpin: record of pid %d (%s) left with %lld pins\n",
-		       proc->tgid, proc->comm,
-		       atomic64_read(&proc->usage.pins));
-	WARN_ON(!list_empty(&mrpin_procs) || !hash_empty(mrpin_users_hash) ||
-		!hash_empty(mrpin_cgs_hash));
+	list_for_each_entry_safe(proc, ptmp, &mrpin_procs, node) {
+		if (atomic_read(&proc->ref))
+			pr_err("mrpin: record of pid %d (%s) left with %lld pins\n",
+			       proc->tgid, proc->comm,
+			       atomic64_read(&proc->usage.pins));
+		else
+			mrpin_proc_del_locked(proc);
+	}
+	WARN_ON(!list_empty(&mrpin_procs));
+	hash_for_each_safe(mrpin_users_hash, bkt, tmp, user, hnode) {
+		WARN_ON(atomic64_read(&user->usage.pins));
+		hash_del_rcu(&user->hnode);
+		kfree_rcu(user, rcu);
+	}
+	/* Children first: a record holds its parent. */
+	while (!hash_empty(mrpin_cgs_hash)) {
+		hash_for_each_safe(mrpin_cgs_hash, bkt, tmp, cg, hnode) {
+			if (atomic_read(&cg->ref))
+				continue;
+			hash_del_rcu(&cg->hnode);
+			if (cg->parent)
+				atomic_dec(&cg->parent->ref);
+			kfree_rcu(cg, rcu);
+		}
+	}
 	mutex_unlock(&mrpin_owners_lock);
 	WARN_ON(atomic64_read(&mrpin_stats.usage.pins) ||
 		atomic64_read(&mrpin_stats.usage.pinned_bytes));

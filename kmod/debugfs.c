@@ -140,7 +140,8 @@ static int procs_show(struct seq_file *m, void *v)
 	seq_puts(m, "# pid comm uid cgroup pins pinned_bytes peak_bytes vm_pinned_bytes memlock_bytes denials\n");
 	mutex_lock(&mrpin_owners_lock);
 	list_for_each_entry(proc, &mrpin_procs, node)
-		mrpin_proc_show(m, proc, path, PATH_MAX);
+		if (atomic64_read(&proc->usage.pins))
+			mrpin_proc_show(m, proc, path, PATH_MAX);
 	mutex_unlock(&mrpin_owners_lock);
 	kfree(path);
 	return 0;
@@ -154,11 +155,15 @@ static int users_show(struct seq_file *m, void *v)
 
 	seq_puts(m, "# uid pins pinned_bytes\n");
 	mutex_lock(&mrpin_owners_lock);
-	hash_for_each(mrpin_users_hash, bkt, user, hnode)
+	hash_for_each(mrpin_users_hash, bkt, user, hnode) {
+		/* Records stay after their last pin: show the ones in use. */
+		if (!atomic64_read(&user->usage.pins))
+			continue;
 		seq_printf(m, "%u %lld %lld\n",
 			   from_kuid_munged(&init_user_ns, user->uid),
 			   atomic64_read(&user->usage.pins),
 			   atomic64_read(&user->usage.pinned_bytes));
+	}
 	mutex_unlock(&mrpin_owners_lock);
 	return 0;
 }
@@ -178,6 +183,8 @@ static int cgroups_show(struct seq_file *m, void *v)
 	seq_puts(m, "# id cgroup pins pinned_bytes\n");
 	mutex_lock(&mrpin_owners_lock);
 	hash_for_each(mrpin_cgs_hash, bkt, cg, hnode) {
+		if (!atomic64_read(&cg->usage.pins))
+			continue;
 		cgrp = cgroup_get_from_id(cg->id);
 		if (IS_ERR(cgrp) || cgroup_path(cgrp, path, PATH_MAX) < 0)
 			strscpy(path, "-", PATH_MAX);

@@ -93,7 +93,8 @@ void mrpin_dev_name(struct mrpin_dev *dev, char *buf, size_t len);
  * struct mrpin_proc - the pins of one address space (one process)
  * @hnode:	in the owner hash, keyed by @mm (RCU readers)
  * @node:	on mrpin_procs, in creation order, under mrpin_owners_lock
- * @ref:	one per live pin, plus transient references from the pin path
+ * @ref:	one per live pin, plus transient references from the pin path;
+ *		zero: parked (see mrpin_proc_put()); an atomic_t for that reason
  * @mm:		the owning address space (the key; held with mmgrab())
  * @tgid:	the thread group id of the process, in the initial namespace
  * @uid:	the real uid of the first pinning task
@@ -108,14 +109,16 @@ void mrpin_dev_name(struct mrpin_dev *dev, char *buf, size_t len);
  * @memlock:	RLIMIT_MEMLOCK soft limit as of the latest pin (bytes)
  * @rcu:	frees the record after the last RCU reader
  *
- * A process record lives while it has pins (or a pin is being made).  The
- * last reference is dropped under mrpin_owners_lock, so a record with a zero
- * count is never found by a lookup made under that lock.
+ * A process record shows while it has pins (or a pin is being made).  When
+ * its last pin goes it is parked, not freed, so that a process whose only
+ * registration comes and goes does not make a record every time; parked
+ * records of address spaces that are gone are freed when the next record is
+ * made.
  */
 struct mrpin_proc {
 	struct hlist_node hnode;
 	struct list_head node;
-	refcount_t ref;
+	atomic_t ref;
 	struct mm_struct *mm;
 	pid_t tgid;
 	kuid_t uid;
@@ -135,14 +138,12 @@ struct mrpin_proc {
 /**
  * struct mrpin_user - the pins of one user, summed over its processes
  * @hnode:	in the owner hash, keyed by @uid
- * @ref:	one per live pin, plus transient references
  * @uid:	the user
  * @usage:	live pins and bytes
  * @rcu:	frees the record after the last RCU reader
  */
 struct mrpin_user {
 	struct hlist_node hnode;
-	refcount_t ref;
 	kuid_t uid;
 	struct mrpin_counter usage;
 	struct rcu_head rcu;
@@ -151,7 +152,9 @@ struct mrpin_user {
 /**
  * struct mrpin_cg - the pins made in one cgroup (v2) and its descendants
  * @hnode:	in the owner hash, keyed by @id
- * @ref:	one per live pin made in this very cgroup, one per child record
+ * @ref:	one per live pin made in this very cgroup, one per child record;
+ *		zero: parked, kept for the next pin (see mrpin_cg_put()).  An
+ *		atomic_t, not a refcount_t: zero is a normal state here
  * @id:		the cgroup's id (cgroup_id()); outlives the cgroup itself
  * @parent:	the parent cgroup's record, with a reference; NULL at the root
  * @usage:	live pins and bytes of the subtree
@@ -162,7 +165,7 @@ struct mrpin_user {
  */
 struct mrpin_cg {
 	struct hlist_node hnode;
-	refcount_t ref;
+	atomic_t ref;
 	u64 id;
 	struct mrpin_cg *parent;
 	struct mrpin_counter usage;
@@ -265,7 +268,6 @@ void mrpin_account_exit(void);
 struct mrpin_proc *mrpin_proc_get_current(void);
 void mrpin_proc_put(struct mrpin_proc *proc);
 struct mrpin_user *mrpin_user_get(kuid_t uid);
-void mrpin_user_put(struct mrpin_user *user);
 struct mrpin_cg *mrpin_cg_get(struct cgroup *cgrp);
 void mrpin_cg_put(struct mrpin_cg *cg);
 u64 mrpin_proc_vm_pinned_bytes(const struct mrpin_proc *proc);

@@ -71,8 +71,6 @@ static void mrpin_pin_free(struct mrpin_pin *pin)
 {
 	if (!IS_ERR_OR_NULL(pin->cg))
 		mrpin_cg_put(pin->cg);
-	if (!IS_ERR_OR_NULL(pin->user))
-		mrpin_user_put(pin->user);
 	if (!IS_ERR_OR_NULL(pin->proc))
 		mrpin_proc_put(pin->proc);
 	if (pin->dev)
