@@ -73,3 +73,151 @@ clean:
 	rm -rf build
 
 endif
+
+# ---------------------------------------------------------------------------
+# Install on a real host (packaging/README-install.md).
+#
+#   make install        the module into /lib/modules/KVER/updates (KVER: the
+#                       kernel kmod/mrpin.ko was built for) and depmod,
+#                       mrpinctl, its man page and bash completion, the
+#                       systemd units and the files in /etc.  DESTDIR and
+#                       PREFIX (default /usr/local) are honoured; with DESTDIR
+#                       depmod runs only on a DESTDIR that holds the kernel's
+#                       modules (never on the host's /lib/modules).  Files in
+#                       /etc that exist already are kept.
+#   make dkms-install   copy the module's source to /usr/src/mrpin-VERSION,
+#                       register it with dkms and build and install it for the
+#                       running kernel (DKMS_KERNELS="KVER..." for others);
+#                       dkms rebuilds it on every kernel upgrade
+#   make dkms-remove    unregister it from dkms and remove its source
+#   make deb            mrpin-dkms and mrpin-tools .debs in build/deb/
+#   make install-test   the packaging's host-side tests (needs root)
+ifeq ($(KERNELRELEASE),)
+
+MRPIN_VERSION := $(shell sed -n 's/^\#define MRPIN_VERSION "\(.*\)"/\1/p' \
+	$(CURDIR)/kmod/version.h)
+PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+DEPMOD ?= depmod
+DKMS ?= dkms
+DKMS_SOURCE_TREE ?= /usr/src
+DKMS_FLAGS ?=
+DKMS_KERNELS ?=
+PKG := $(CURDIR)/packaging
+DKMS_SRC := dkms.conf Kbuild kmod/Kbuild $(sort $(wildcard $(CURDIR)/kmod/*.c \
+	$(CURDIR)/kmod/*.h))
+# /etc files: installed source:destination, and never overwritten.
+ETC_FILES := mrpin.conf:mrpin.conf \
+	modprobe.d-mrpin.conf:modprobe.d/mrpin.conf \
+	modules-load.d-mrpin.conf:modules-load.d/mrpin.conf \
+	default-mrpin-export:default/mrpin-export
+UNITS := mrpin.service mrpin-export.service mrpin-export.timer
+DEB_DIR := $(CURDIR)/build/deb
+DEB_PATHS := Makefile Kbuild dkms.conf README.md kmod userspace packaging debian
+
+.PHONY: install install-module install-tools install-conf install-dkms-src \
+	dkms-install dkms-remove deb setup-pkg install-test
+
+kmod/mrpin.ko:
+	$(MAKE) module
+userspace/mrpinctl:
+	$(MAKE) userspace
+
+install: install-module install-tools install-conf
+
+install-module: kmod/mrpin.ko
+	@set -e; kver=$$(modinfo -F vermagic kmod/mrpin.ko | cut -d' ' -f1); \
+	dir="$(DESTDIR)/lib/modules/$$kver"; \
+	echo "  INSTALL $$dir/updates/mrpin.ko"; \
+	install -D -m 0644 kmod/mrpin.ko "$$dir/updates/mrpin.ko"; \
+	if [ -z "$(DESTDIR)" ]; then \
+		echo "  DEPMOD  $$kver"; $(DEPMOD) -a "$$kver"; \
+	elif [ -f "$$dir/modules.builtin" ]; then \
+		echo "  DEPMOD  -b $(DESTDIR) $$kver"; $(DEPMOD) -b "$(DESTDIR)" -a "$$kver"; \
+	else \
+		echo "  (no depmod: $$dir holds no kernel; run depmod -a $$kver on the target)"; \
+	fi
+
+install-tools: userspace/mrpinctl
+	install -D -m 0755 userspace/mrpinctl $(DESTDIR)$(SBINDIR)/mrpinctl
+	install -D -m 0644 userspace/mrpinctl.8 $(DESTDIR)$(MANDIR)/man8/mrpinctl.8
+	install -D -m 0644 userspace/mrpinctl.bash-completion \
+		$(DESTDIR)$(BASHCOMPDIR)/mrpinctl
+
+# The units name /usr/sbin/mrpinctl: point them at $(SBINDIR).
+install-conf:
+	@set -e; for f in $(ETC_FILES); do \
+		src=$(PKG)/$${f%%:*}; dst="$(DESTDIR)/etc/$${f#*:}"; \
+		if [ -e "$$dst" ]; then \
+			echo "  KEEP    $$dst (exists; the new one is $$src)"; \
+		else \
+			echo "  INSTALL $$dst"; install -D -m 0644 "$$src" "$$dst"; \
+		fi; \
+	done
+	install -d -m 0755 $(DESTDIR)/etc/mrpin.d
+	@set -e; for u in $(UNITS); do \
+		echo "  INSTALL $(DESTDIR)$(UNITDIR)/$$u"; \
+		install -d -m 0755 $(DESTDIR)$(UNITDIR); \
+		sed 's|/usr/sbin/mrpinctl|$(SBINDIR)/mrpinctl|g' $(PKG)/systemd/$$u \
+			>$(DESTDIR)$(UNITDIR)/$$u; \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u; \
+	done
+
+# The module's source as dkms takes it: $(DESTDIR)$(DKMS_SOURCE_TREE)/mrpin-VERSION.
+install-dkms-src:
+	@set -e; \
+	v=$$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf); \
+	if [ "$$v" != "$(MRPIN_VERSION)" ]; then \
+		echo "dkms.conf says version $$v, kmod/version.h $(MRPIN_VERSION)" >&2; exit 1; \
+	fi; \
+	dst="$(DESTDIR)$(DKMS_SOURCE_TREE)/mrpin-$(MRPIN_VERSION)"; \
+	echo "  INSTALL $$dst"; \
+	rm -rf "$$dst"; \
+	for f in $(patsubst $(CURDIR)/%,%,$(DKMS_SRC)); do \
+		install -D -m 0644 "$$f" "$$dst/$$f"; \
+	done
+
+dkms-install:
+	$(MAKE) --no-print-directory dkms-remove
+	$(MAKE) --no-print-directory install-dkms-src DESTDIR=
+	$(DKMS) add $(DKMS_FLAGS) --sourcetree $(DKMS_SOURCE_TREE) mrpin/$(MRPIN_VERSION)
+	$(DKMS) install $(DKMS_FLAGS) --sourcetree $(DKMS_SOURCE_TREE) \
+		mrpin/$(MRPIN_VERSION) $(addprefix -k ,$(DKMS_KERNELS))
+
+dkms-remove:
+	@set -e; \
+	if [ -n "$$($(DKMS) status $(DKMS_FLAGS) -m mrpin -v $(MRPIN_VERSION))" ]; then \
+		echo "$(DKMS) remove mrpin/$(MRPIN_VERSION) --all"; \
+		$(DKMS) remove $(DKMS_FLAGS) --sourcetree $(DKMS_SOURCE_TREE) \
+			mrpin/$(MRPIN_VERSION) --all; \
+	fi
+	rm -rf $(DKMS_SOURCE_TREE)/mrpin-$(MRPIN_VERSION)
+
+setup-pkg:
+	@$(SETUP) pkg
+
+# dpkg-buildpackage writes its output next to the source tree: build from a
+# copy in build/deb/mrpin-VERSION, so that the .debs land in build/deb/.
+deb: setup-pkg
+	@set -e; src=$(DEB_DIR)/mrpin-$(MRPIN_VERSION); \
+	rm -rf $(DEB_DIR); mkdir -p "$$src"; \
+	if git -C $(CURDIR) rev-parse --git-dir >/dev/null 2>&1; then \
+		git -C $(CURDIR) ls-files -z --cached --others --exclude-standard \
+			-- $(DEB_PATHS) | \
+		(cd $(CURDIR) && xargs -0 sh -c 'for f; do [ -e "$$f" ] && printf "%s\0" "$$f"; done' sh) | \
+		tar -C $(CURDIR) --null -T - -cf - | tar -C "$$src" -xf -; \
+	else \
+		cp -a $(DEB_PATHS) "$$src/"; \
+	fi; \
+	echo "  DEB     $(DEB_DIR)"; \
+	cd "$$src" && dpkg-buildpackage -us -uc -b >$(DEB_DIR)/build.log 2>&1 || \
+		{ tail -n 30 $(DEB_DIR)/build.log >&2; exit 1; }; \
+	ls $(DEB_DIR)/*.deb
+
+install-test: all setup-pkg
+	@$(CURDIR)/scripts/install-test.sh
+
+endif

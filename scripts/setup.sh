@@ -142,6 +142,15 @@ paths)
 	echo "KERNEL_DIR=$(kernel_dir "$kver")"
 	echo "KSFT_DIR=$(ksft_dir)"
 	;;
+pkg)
+	# What the packaging and its host-side tests need (make deb, make
+	# dkms-install, scripts/install-test.sh): dkms and the test kernel's
+	# headers to build against, debhelper + dh-dkms + dpkg-dev to build the
+	# .debs, lintian to check them, systemd for systemd-analyze.
+	kver=$(resolve_kver)
+	need_pkgs make gcc kmod dkms debhelper dh-dkms dpkg-dev fakeroot lintian \
+		systemd "linux-headers-$kver"
+	;;
 *)
 	die "usage: setup.sh kver|build|vm|paths"
 	;;
