@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mrpinctl export prometheus [--per-process] [FILE]
+ *
+ * mrpin's state in the Prometheus text exposition format, for
+ * node_exporter's textfile collector: names start with mrpin_, sizes are in
+ * bytes (_bytes), counters end in _total, every family has HELP and TYPE
+ * lines.  Series are per device, per user and per cgroup; per process only
+ * with --per-process (pids are unbounded: cardinality).  With FILE, the
+ * output goes to a temporary file in FILE's directory, renamed over FILE
+ * once complete, so that the collector never reads half a file.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mrpinctl.h"
+#include "version.h"
+
+struct export {
+	char version[32];
+	struct stats stats;
+	struct table devs;
+	struct table users;
+	struct table cgroups;
+	struct table procs;
+	struct policy policy;
+};
+
+/* A label value: backslash, double quote and newline escaped. */
+static void label_value(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void family(FILE *f, const char *name, const char *type,
+		   const char *help)
+{
+	fprintf(f, "# HELP mrpin_%s %s\n# TYPE mrpin_%s %s\n", name, help,
+		name, type);
+}
+
+/* A sample: @labels is "name", value, "name", value, ..., NULL. */
+static void sample(FILE *f, const char *name, uint64_t v, ...)
+{
+	const char *label;
+	va_list ap;
+	bool first = true;
+
+	fprintf(f, "mrpin_%s", name);
+	va_start(ap, v);
+	while ((label = va_arg(ap, const char *))) {
+		fprintf(f, "%s%s=", first ? "{" : ",", label);
+		label_value(f, va_arg(ap, const char *));
+		first = false;
+	}
+	va_end(ap);
+	fprintf(f, "%s %llu\n", first ? "" : "}", (unsigned long long)v);
+}
+
+static void export_stats(FILE *f, const struct export *x)
+{
+	static const struct {
+		const char *name, *type, *help;
+		size_t off;
+	} m[] = {
+		{ "pinned_bytes", "gauge", "Bytes pinned by RDMA registrations now.", offsetof(struct stats, pinned_bytes) },
+		{ "pins", "gauge", "Live pins (memory regions and driver buffers).", offsetof(struct stats, pins) },
+		{ "peak_pinned_bytes", "gauge", "Most bytes pinned at once since the module was loaded.", offsetof(struct stats, peak_pinned_bytes) },
+		{ "pins_total", "counter", "Pins made.", offsetof(struct stats, pins_total) },
+		{ "releases_total", "counter", "Pins released.", offsetof(struct stats, releases_total) },
+		{ "untracked_releases_total", "counter", "Releases of pins made before the module was loaded.", offsetof(struct stats, untracked_releases_total) },
+		{ "denials_total", "counter", "Pins refused by a limit.", offsetof(struct stats, denials_total) },
+		{ "warnings_total", "counter", "Pins over a limit in warn mode (allowed).", offsetof(struct stats, warnings_total) },
+	};
+	size_t i;
+
+	family(f, "info", "gauge", "The mrpin module and its version.");
+	sample(f, "info", 1, "version", x->version, NULL);
+	for (i = 0; i < ARRAY_SIZE(m); i++) {
+		family(f, m[i].name, m[i].type, m[i].help);
+		sample(f, m[i].name,
+		       *(const uint64_t *)((const char *)&x->stats + m[i].off),
+		       NULL);
+	}
+}
+
+static void export_devs(FILE *f, struct table *t)
+{
+	size_t i;
+
+#define DEV(i) TBL_ROW(t, struct dev_row, i)
+	family(f, "device_info", "gauge", "An RDMA device mrpin follows.");
+	for (i = 0; i < t->nrows; i++)
+		sample(f, "device_info", 1, "device", DEV(i)->device,
+		       "node_guid", DEV(i)->node_guid, NULL);
+	family(f, "device_max_mr", "gauge", "The device's MR table size.");
+	for (i = 0; i < t->nrows; i++)
+		sample(f, "device_max_mr", DEV(i)->max_mr, "device",
+		       DEV(i)->device, NULL);
+	family(f, "device_pins", "gauge", "Live pins on the device.");
+	for (i = 0; i < t->nrows; i++)
+		sample(f, "device_pins", DEV(i)->pins, "device",
+		       DEV(i)->device, NULL);
+	family(f, "device_pinned_bytes", "gauge", "Bytes pinned on the device.");
+	for (i = 0; i < t->nrows; i++)
+		sample(f, "device_pinned_bytes", DEV(i)->pinned_bytes,
+		       "device", DEV(i)->device, NULL);
+#undef DEV
+}
+
+static void export_users(FILE *f, struct table *t)
+{
+	const struct user_row *u;
+	const char *name;
+	char uid[24];
+	size_t i, k;
+
+	for (k = 0; k < 2; k++) {
+		family(f, k ? "user_pinned_bytes" : "user_pins", "gauge",
+		       k ? "Bytes pinned by the user's processes." :
+			   "Live pins of the user's processes.");
+		for (i = 0; i < t->nrows; i++) {
+			u = TBL_ROW(t, struct user_row, i);
+			snprintf(uid, sizeof(uid), "%llu",
+				 (unsigned long long)u->uid);
+			name = u->uid < UINT32_MAX ? user_name((uint32_t)u->uid) :
+						     NULL;
+			sample(f, k ? "user_pinned_bytes" : "user_pins",
+			       k ? u->pinned_bytes : u->pins, "uid", uid,
+			       "user", name ? name : "", NULL);
+		}
+	}
+}
+
+/* Cgroups by path; removed ones ("-") summed into one series. */
+static void export_cgroups(FILE *f, struct table *t)
+{
+	const struct cgroup_row *c;
+	uint64_t gone[2] = { 0, 0 };
+	bool any_gone = false;
+	size_t i, k;
+
+	for (k = 0; k < 2; k++) {
+		family(f, k ? "cgroup_pinned_bytes" : "cgroup_pins", "gauge",
+		       k ? "Bytes pinned in the cgroup v2 subtree (removed cgroups: \"-\")." :
+			   "Live pins in the cgroup v2 subtree (removed cgroups: \"-\").");
+		for (i = 0; i < t->nrows; i++) {
+			c = TBL_ROW(t, struct cgroup_row, i);
+			if (!strcmp(c->cgroup, "-")) {
+				gone[k] += k ? c->pinned_bytes : c->pins;
+				any_gone = true;
+				continue;
+			}
+			sample(f, k ? "cgroup_pinned_bytes" : "cgroup_pins",
+			       k ? c->pinned_bytes : c->pins, "cgroup",
+			       c->cgroup, NULL);
+		}
+		if (any_gone)
+			sample(f, k ? "cgroup_pinned_bytes" : "cgroup_pins",
+			       gone[k], "cgroup", "-", NULL);
+	}
+}
+
+static void export_procs(FILE *f, struct table *t)
+{
+	const struct proc_row *p;
+	char pid[24];
+	size_t i, k;
+
+	for (k = 0; k < 2; k++) {
+		family(f, k ? "process_pinned_bytes" : "process_pins", "gauge",
+		       k ? "Bytes pinned by the process." :
+			   "Live pins of the process.");
+		for (i = 0; i < t->nrows; i++) {
+			p = TBL_ROW(t, struct proc_row, i);
+			snprintf(pid, sizeof(pid), "%llu",
+				 (unsigned long long)p->pid);
+			sample(f, k ? "process_pinned_bytes" : "process_pins",
+			       k ? p->pinned_bytes : p->pins, "pid", pid,
+			       "comm", p->comm, NULL);
+		}
+	}
+}
+
+/* One limit of every rule that has it (unlimited: no sample). */
+static void export_limit(FILE *f, const struct policy *p, int k,
+			 const char *name, const char *help)
+{
+	const struct rule *r;
+	char uid[24];
+	uint64_t v;
+	size_t i;
+
+	family(f, name, "gauge", help);
+	for (i = 0; i < p->nrules + 2; i++) {
+		r = i == 0 ? &p->global : i == 1 ? &p->process : &p->rules[i - 2];
+		v = k == K_MAX_PINNED ? rule_max_pinned(r) : r->max[k];
+		if (v == UNLIMITED)
+			continue;
+		snprintf(uid, sizeof(uid), "%u", r->uid);
+		if (r->scope == SC_UID)
+			sample(f, name, v, "scope", "uid", "uid", uid, NULL);
+		else if (r->scope == SC_CGROUP)
+			sample(f, name, v, "scope", "cgroup", "cgroup",
+			       r->cgroup, NULL);
+		else
+			sample(f, name, v, "scope", scope_names[r->scope], NULL);
+	}
+}
+
+static void export_all(FILE *f, struct export *x)
+{
+	export_stats(f, x);
+	export_devs(f, &x->devs);
+	export_users(f, &x->users);
+	export_cgroups(f, &x->cgroups);
+	if (opts.given & OPT_PER_PROCESS)
+		export_procs(f, &x->procs);
+	if (!x->policy.known)
+		return;
+	export_limit(f, &x->policy, K_MAX_PINNED, "limit_max_pinned_bytes",
+		     "The max_pinned limit of each rule that has one.");
+	export_limit(f, &x->policy, K_MAX_PINS, "limit_max_pins",
+		     "The max_pins limit of each rule that has one.");
+	export_limit(f, &x->policy, K_MAX_PIN_SIZE, "limit_max_pin_size_bytes",
+		     "The max_pin_size limit of each rule that has one.");
+}
+
+static int export_load(struct export *x)
+{
+	char *limits = debugfs_path("limits");
+	int ret;
+
+	ret = load_version(x->version, sizeof(x->version));
+	if (!ret)
+		ret = load_stats(&x->stats);
+	if (!ret)
+		ret = load_devs(&x->devs);
+	if (!ret)
+		ret = load_users(&x->users);
+	if (!ret)
+		ret = load_cgroups(&x->cgroups);
+	if (!ret && (opts.given & OPT_PER_PROCESS))
+		ret = load_procs(&x->procs);
+	if (!ret && !access(limits, R_OK))
+		ret = policy_load(&x->policy);
+	free(limits);
+	return ret;
+}
+
+/* Write to a temporary file beside @file, then rename it over @file. */
+static int export_file(struct export *x, const char *file)
+{
+	char *copy = xstrdup(file), *tmp;
+	size_t len = strlen(file) + 32;
+	int fd, ret = EXIT_FAIL;
+	FILE *f;
+
+	tmp = xmalloc(len);
+	snprintf(tmp, len, "%s/.%s.XXXXXX", dirname(copy),
+		 basename((char *)file));
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		pr_err("%s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		goto fail;
+	}
+	export_all(f, x);
+	if (fchmod(fd, 0644) || fflush(f) || ferror(f) || fsync(fd)) {
+		fclose(f);
+		goto fail;
+	}
+	if (fclose(f) || rename(tmp, file))
+		goto fail;
+	ret = EXIT_OK;
+	goto out;
+fail:
+	pr_err("writing %s: %s", file, strerror(errno));
+	unlink(tmp);
+out:
+	free(tmp);
+	free(copy);
+	return ret;
+}
+
+static int export_prometheus(int argc, char **argv)
+{
+	struct export x;
+	int ret;
+
+	memset(&x, 0, sizeof(x));
+	policy_init(&x.policy);
+	ret = options_only("export prometheus", OPT_PER_PROCESS);
+	if (!ret && argc > 1)
+		ret = usage_err("export prometheus: unexpected argument '%s'",
+				argv[1]);
+	if (!ret)
+		ret = export_load(&x);
+	if (!ret && argc == 1)
+		ret = export_file(&x, argv[0]);
+	else if (!ret)
+		export_all(stdout, &x);
+	tbl_free(&x.devs);
+	tbl_free(&x.users);
+	tbl_free(&x.cgroups);
+	tbl_free(&x.procs);
+	policy_free(&x.policy);
+	return ret;
+}
+
+static int export_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	fputs("Usage: mrpinctl export prometheus [--per-process] [FILE]\n"
+	      "\n"
+	      "mrpin's counters in the Prometheus text format (node_exporter's textfile\n"
+	      "collector): totals, and series per device, user, cgroup and limit; per\n"
+	      "process (pid and comm labels) only with --per-process.  FILE is replaced\n"
+	      "atomically (a temporary file in its directory, renamed).\n",
+	      stdout);
+	return EXIT_OK;
+}
+
+int do_export(int argc, char **argv)
+{
+	static const struct cmd export_cmds[] = {
+		{ .name = "prometheus", .fn = export_prometheus },
+		{ .name = "help", .fn = export_help },
+		{ .name = NULL },
+	};
+
+	if (opts.help)
+		return export_help(0, NULL);
+	return cmd_select(export_cmds, "export", argc, argv, NULL);
+}

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mrpinctl proc [show] [pid N] [user U] [sort pinned|pins|peak]
+ *
+ * The processes (address spaces) holding pins, largest first.
+ */
+#include <string.h>
+
+#include "mrpinctl.h"
+
+static const struct column proc_cols[] = {
+	{ .key = "pid", .title = "PID" },
+	{ .key = "comm", .title = "COMM", .flags = COL_LEFT | COL_TRUNC, .width = 15 },
+	{ .key = "user", .title = "USER", .flags = COL_LEFT | COL_TRUNC, .width = 8 },
+	{ .key = "cgroup", .title = "CGROUP", .flags = COL_LEFT | COL_TRUNC_TAIL, .prio = 1, .width = 20 },
+	{ .key = "pins", .title = "PINS" },
+	{ .key = "pinned_bytes", .title = "PINNED" },
+	{ .key = "peak_bytes", .title = "PEAK", .prio = 3 },
+	{ .key = "vm_pinned_bytes", .title = "VMPIN", .prio = 4 },
+	{ .key = "memlock_bytes", .title = "MEMLOCK", .prio = 5 },
+	{ .key = "denials", .title = "DENIALS", .prio = 2 },
+};
+
+static void print_proc(const struct proc_row *p)
+{
+	out_item_begin();
+	print_u64("pid", p->pid);
+	print_str("comm", p->comm);
+	print_user("user", p->uid);
+	print_str("cgroup", p->cgroup);
+	print_u64("pins", p->pins);
+	print_bytes("pinned_bytes", p->pinned_bytes);
+	print_bytes("peak_bytes", p->peak_bytes);
+	print_bytes("vm_pinned_bytes", p->vm_pinned_bytes);
+	print_bytes_limit("memlock_bytes", p->memlock_bytes);
+	print_u64("denials", p->denials);
+	out_item_end();
+}
+
+/* The first @max rows of @t (all with 0) as list @key. */
+void print_procs(const char *key, struct table *t, size_t max)
+{
+	size_t i;
+
+	out_list_begin(key, proc_cols, ARRAY_SIZE(proc_cols));
+	for (i = 0; i < t->nrows && (!max || i < max); i++)
+		print_proc(TBL_ROW(t, struct proc_row, i));
+	out_list_end();
+}
+
+/* "sort pinned|pins|peak", or a unique prefix. */
+static const char *parse_sort(const char *s, void *dst)
+{
+	int i, found = -1;
+
+	for (i = 0; proc_sort_names[i]; i++) {
+		if (!strcmp(s, proc_sort_names[i])) {
+			found = i;
+			break;
+		}
+		if (!strncmp(s, proc_sort_names[i], strlen(s)))
+			found = found < 0 ? i : -2;
+	}
+	if (found < 0 || !*s)
+		return "expected pinned, pins or peak";
+	*(enum proc_sort *)dst = (enum proc_sort)found;
+	return NULL;
+}
+
+static int proc_show(int argc, char **argv)
+{
+	uint64_t pid = 0, uid = 0;
+	enum proc_sort sort = SORT_PINNED;
+	struct kwarg kw[] = {
+		{ .name = "pid", .parse = parse_pid_arg, .dst = &pid },
+		{ .name = "user", .parse = parse_user_arg, .dst = &uid },
+		{ .name = "sort", .parse = parse_sort, .dst = &sort },
+	};
+	struct table t = { 0 };
+	size_t i, n = 0;
+	int ret;
+
+	ret = options_only("proc show", 0);
+	if (!ret)
+		ret = kwargs_parse("proc show", kw, ARRAY_SIZE(kw), argc, argv);
+	if (!ret)
+		ret = load_procs(&t);
+	if (ret)
+		goto out;
+	for (i = 0; i < t.nrows; i++) {
+		struct proc_row *p = TBL_ROW(&t, struct proc_row, i);
+
+		if ((kw[0].seen && p->pid != pid) ||
+		    (kw[1].seen && p->uid != uid))
+			continue;
+		*TBL_ROW(&t, struct proc_row, n++) = *p;
+	}
+	t.nrows = n;
+	procs_sort(&t, sort);
+	print_procs(NULL, &t, 0);
+out:
+	tbl_free(&t);
+	return ret;
+}
+
+static int proc_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	fputs("Usage: mrpinctl proc [show] [pid N] [user USER] [sort pinned|pins|peak]\n"
+	      "\n"
+	      "The processes that hold pinned memory, the largest first (sort pinned).\n"
+	      "USER is a name or a uid.  Columns: PINNED is what mrpin counts (the pages\n"
+	      "the process's pins span), PEAK its highest, VMPIN the kernel's VmPin (every\n"
+	      "pinner, not only RDMA), MEMLOCK its RLIMIT_MEMLOCK at its latest pin,\n"
+	      "DENIALS the pins mrpin refused it.\n",
+	      stdout);
+	return EXIT_OK;
+}
+
+static const struct cmd proc_cmds[] = {
+	{ .name = "show", .fn = proc_show },
+	{ .name = "list", .fn = proc_show, .alias = true },
+	{ .name = "help", .fn = proc_help },
+	{ .name = NULL },
+};
+
+int do_proc(int argc, char **argv)
+{
+	if (opts.help)
+		return proc_help(0, NULL);
+	return cmd_select(proc_cmds, "proc", argc, argv, proc_show);
+}

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mrpinctl status
+ *
+ * One screen: what is pinned against RAM and the global limit, the pins,
+ * the devices and their MR tables, the processes that pin the most, and
+ * the denials and warnings so far.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mrpinctl.h"
+
+#define TOP_PROCS 5
+
+static const struct column status_fields[] = {
+	{ .key = "version", .title = "mrpin" },
+	{ .key = "pinned_bytes", .title = "Pinned" },
+	{ .key = "ram_bytes", .title = "RAM" },
+	{ .key = "ram_percent", .title = "Pinned of RAM" },
+	{ .key = "global_max_pinned", .title = "Global limit" },
+	{ .key = "global_limit_percent", .title = "Limit used" },
+	{ .key = "pins", .title = "Pins" },
+	{ .key = "peak_pinned_bytes", .title = "Peak pinned" },
+	{ .key = "denials_total", .title = "Denials" },
+	{ .key = "warnings_total", .title = "Warnings" },
+};
+
+struct status {
+	char version[32];
+	struct stats stats;
+	struct table devs;
+	struct table procs;
+	struct policy policy;
+	uint64_t ram;
+};
+
+static double percent(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : NAN;
+}
+
+/* The global limit, when the policy could be read. */
+static void print_global_limit(const struct status *s)
+{
+	const struct rule *g = &s->policy.global;
+	uint64_t max = rule_max_pinned(g);
+	char bytes[32], text[96];
+
+	if (!s->policy.known)
+		return;
+	if (max == UNLIMITED)
+		snprintf(text, sizeof(text), "unlimited");
+	else if (g->is_pct)
+		snprintf(text, sizeof(text), "%s (%u%% of RAM), %s",
+			 fmt_bytes(bytes, sizeof(bytes), max), g->pct,
+			 g->warn ? "warn" : "enforce");
+	else
+		snprintf(text, sizeof(text), "%s, %s",
+			 fmt_bytes(bytes, sizeof(bytes), max),
+			 g->warn ? "warn" : "enforce");
+	print_num_text("global_max_pinned", max, text);
+	print_count_limit("global_max_pinned_percent",
+			  g->is_pct ? g->pct : UNLIMITED);
+	print_str("global_action", g->warn ? "warn" : "enforce");
+	if (max != UNLIMITED)
+		print_percent("global_limit_percent",
+			      percent(s->stats.pinned_bytes, max));
+}
+
+static void print_status(struct status *s)
+{
+	char text[64];
+
+	out_obj_begin(NULL, status_fields, ARRAY_SIZE(status_fields));
+	print_str("version", s->version);
+	print_bytes("pinned_bytes", s->stats.pinned_bytes);
+	print_bytes("ram_bytes", s->ram);
+	print_percent("ram_percent", percent(s->stats.pinned_bytes, s->ram));
+	print_global_limit(s);
+	print_u64("pins", s->stats.pins);
+	print_bytes("peak_pinned_bytes", s->stats.peak_pinned_bytes);
+	print_u64("denials_total", s->stats.denials_total);
+	print_u64("warnings_total", s->stats.warnings_total);
+	out_gap();
+	print_devs("devices", &s->devs);
+	out_gap();
+	procs_sort(&s->procs, SORT_PINNED);
+	print_procs("top_procs", &s->procs, TOP_PROCS);
+	if (s->procs.nrows > TOP_PROCS) {
+		snprintf(text, sizeof(text), "(%zu more: mrpinctl proc)",
+			 s->procs.nrows - TOP_PROCS);
+		out_caption(text);
+	}
+	out_obj_end();
+}
+
+static int status_load(struct status *s)
+{
+	char *limits = debugfs_path("limits");
+	int ret;
+
+	ret = load_version(s->version, sizeof(s->version));
+	if (!ret)
+		ret = load_stats(&s->stats);
+	if (!ret)
+		ret = load_devs(&s->devs);
+	if (!ret)
+		ret = load_procs(&s->procs);
+	/* The policy is for root only, and older modules have none. */
+	if (!ret && !access(limits, R_OK))
+		ret = policy_load(&s->policy);
+	s->ram = ram_bytes();
+	free(limits);
+	return ret;
+}
+
+static int status_show(int argc, char **argv)
+{
+	struct status s;
+	int ret;
+
+	memset(&s, 0, sizeof(s));
+	policy_init(&s.policy);
+	ret = options_only("status", 0);
+	if (!ret)
+		ret = kwargs_parse("status", NULL, 0, argc, argv);
+	if (!ret)
+		ret = status_load(&s);
+	if (!ret)
+		print_status(&s);
+	tbl_free(&s.devs);
+	tbl_free(&s.procs);
+	policy_free(&s.policy);
+	return ret;
+}
+
+static int status_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	fputs("Usage: mrpinctl status\n"
+	      "\n"
+	      "One screen: the bytes pinned, against RAM and the global limit; the pins;\n"
+	      "the devices and their MR tables; the processes that pin the most; the\n"
+	      "denials and warnings so far (see 'mrpinctl events').\n",
+	      stdout);
+	return EXIT_OK;
+}
+
+int do_status(int argc, char **argv)
+{
+	static const struct cmd status_cmds[] = {
+		{ .name = "show", .fn = status_show, .alias = true },
+		{ .name = "help", .fn = status_help },
+		{ .name = NULL },
+	};
+
+	if (opts.help)
+		return status_help(0, NULL);
+	return cmd_select(status_cmds, "status", argc, argv, status_show);
+}

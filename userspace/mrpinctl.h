@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * mrpinctl: shared declarations.
+ *
+ *   mrpinctl.c   options, OBJECT COMMAND dispatch, keyword arguments
+ *   util.c       messages, sizes, durations, user names, files
+ *   tables.c     reading the debugfs tables by column name
+ *   json.c       a small streaming JSON writer
+ *   print.c      one printer per field type, text or JSON
+ *   config.c     the policy grammar (limits file and config files)
+ *   cmd_*.c      one file per object
+ */
+#ifndef MRPINCTL_H
+#define MRPINCTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define UNLIMITED UINT64_MAX
+
+#define PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+/* Exit codes. */
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,		/* runtime failure */
+	EXIT_USAGE = 2,		/* bad command line or configuration */
+};
+
+/* --- options (mrpinctl.c) --- */
+
+/* Options that only some commands take. */
+enum {
+	OPT_FOLLOW = 1 << 0,
+	OPT_CHECK = 1 << 1,
+	OPT_DELAY = 1 << 2,
+	OPT_ITERATIONS = 1 << 3,
+	OPT_PER_PROCESS = 1 << 4,
+};
+
+struct options {
+	const char *debugfs;	/* --debugfs, MRPIN_DEBUGFS or the default */
+	bool debugfs_default;	/* not overridden: the real debugfs */
+	bool json;
+	bool pretty;
+	bool help;
+	unsigned int given;	/* OPT_* seen on the command line */
+	double delay;		/* top: seconds between refreshes */
+	unsigned long iterations; /* top: 0 = forever */
+};
+
+extern struct options opts;
+
+/* A command: a word and its handler; an alias is never listed in help. */
+struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	bool alias;
+};
+
+int cmd_select(const struct cmd *cmds, const char *object, int argc,
+	       char **argv, int (*dflt)(int argc, char **argv));
+int options_only(const char *cmd, unsigned int allowed);
+
+/*
+ * Keyword arguments, "NAME VALUE" pairs as in `ip` and `bpftool`; NAME may
+ * be abbreviated to a unique prefix.  parse() returns a message on a bad
+ * value (NULL when it is fine).
+ */
+struct kwarg {
+	const char *name;
+	const char *(*parse)(const char *val, void *dst);
+	void *dst;
+	bool seen;
+};
+
+int kwargs_parse(const char *cmd, struct kwarg *kw, size_t n, int argc,
+		 char **argv);
+int help_requested(int argc, char **argv);
+
+/* The objects. */
+int do_status(int argc, char **argv);
+int do_proc(int argc, char **argv);
+int do_pin(int argc, char **argv);
+int do_dev(int argc, char **argv);
+int do_limit(int argc, char **argv);
+int do_apply(int argc, char **argv);
+int do_events(int argc, char **argv);
+int do_top(int argc, char **argv);
+int do_export(int argc, char **argv);
+
+/* --- util.c --- */
+
+void pr_err(const char *fmt, ...) PRINTF(1, 2);
+int usage_err(const char *fmt, ...) PRINTF(1, 2);
+void *xmalloc(size_t size);
+void *xrealloc(void *p, size_t size);
+char *xstrdup(const char *s);
+
+const char *fmt_bytes(char *buf, size_t len, uint64_t v);
+const char *fmt_ms(char *buf, size_t len, uint64_t ms);
+const char *fmt_time_ns(char *buf, size_t len, uint64_t ns);
+bool parse_u64(const char *s, const char **end, uint64_t *v);
+bool parse_u64_all(const char *s, uint64_t *v);
+const char *parse_size_arg(const char *s, void *dst);
+const char *parse_duration_arg(const char *s, void *dst);
+const char *parse_pid_arg(const char *s, void *dst);
+const char *parse_user_arg(const char *s, void *dst);
+const char *parse_str_arg(const char *s, void *dst);
+
+const char *user_name(uint32_t uid);
+bool user_lookup(const char *name, uint32_t *uid);
+uint64_t ram_bytes(void);
+unsigned int term_width(void);
+
+/* --- tables.c --- */
+
+enum tf_type {
+	TF_U64,		/* decimal */
+	TF_LIMIT,	/* decimal or "unlimited" (UNLIMITED) */
+	TF_STR,		/* text, mountinfo-escaped: unescaped in place */
+};
+
+/* One column of a table, stored at @off in the row structure. */
+struct tbl_field {
+	const char *name;
+	enum tf_type type;
+	size_t off;
+	bool optional;		/* absent from older modules: left zero */
+};
+
+/* A table read from debugfs: rows of row_size bytes, strings in buf. */
+struct table {
+	char *path;
+	char *buf;
+	void *rows;
+	size_t nrows;
+};
+
+#define TBL_ROW(t, type, i) (&((type *)(t)->rows)[i])
+
+char *debugfs_path(const char *name);
+int debugfs_check(void);
+int debugfs_read(const char *name, char **buf, size_t *len);
+int tbl_load(struct table *t, const char *name, const struct tbl_field *f,
+	     size_t nf, size_t row_size);
+int tbl_parse(struct table *t, const struct tbl_field *f, size_t nf,
+	      size_t row_size);
+
+/* Line by line (the events stream): the header, then each row. */
+#define TBL_MAX_COLUMNS 64
+struct tbl_header {
+	const char *path;
+	int col[TBL_MAX_COLUMNS];
+	int ncols;
+};
+
+int tbl_header_parse(struct tbl_header *h, char *line,
+		     const struct tbl_field *f, size_t nf);
+int tbl_row_parse(const struct tbl_header *h, unsigned int lineno, char *line,
+		  const struct tbl_field *f, size_t nf, void *row);
+int kv_load(const char *name, const struct tbl_field *f, size_t nf,
+	    void *dst);
+void tbl_free(struct table *t);
+void unescape(char *s);
+int split_words(char *line, char **words, int max);
+
+/* The rows of the tables, as the tool uses them. */
+struct stats {
+	uint64_t pins;
+	uint64_t pinned_bytes;
+	uint64_t peak_pinned_bytes;
+	uint64_t pins_total;
+	uint64_t releases_total;
+	uint64_t untracked_releases_total;
+	uint64_t denials_total;
+	uint64_t warnings_total;
+};
+
+struct dev_row {
+	char *device;
+	char *node_guid;
+	uint64_t max_mr;
+	uint64_t pins;
+	uint64_t pinned_bytes;
+};
+
+struct proc_row {
+	uint64_t pid;
+	char *comm;
+	uint64_t uid;
+	char *cgroup;
+	uint64_t pins;
+	uint64_t pinned_bytes;
+	uint64_t peak_bytes;
+	uint64_t vm_pinned_bytes;
+	uint64_t memlock_bytes;
+	uint64_t denials;
+};
+
+struct pin_row {
+	uint64_t id;
+	uint64_t pid;
+	char *comm;
+	char *device;
+	uint64_t start;
+	uint64_t length;
+	uint64_t pinned_bytes;
+	char *caller;
+	uint64_t age_ms;
+};
+
+struct user_row {
+	uint64_t uid;
+	uint64_t pins;
+	uint64_t pinned_bytes;
+};
+
+struct cgroup_row {
+	uint64_t id;
+	char *cgroup;
+	uint64_t pins;
+	uint64_t pinned_bytes;
+};
+
+int load_stats(struct stats *s);
+int load_devs(struct table *t);
+int load_procs(struct table *t);
+int load_pins(struct table *t);
+int load_users(struct table *t);
+int load_cgroups(struct table *t);
+int load_version(char *buf, size_t len);
+
+enum proc_sort { SORT_PINNED, SORT_PINS, SORT_PEAK };
+extern const char *const proc_sort_names[];
+void procs_sort(struct table *t, enum proc_sort by);
+
+/* --- json.c --- */
+
+void jw_init(FILE *f, bool pretty);
+void jw_obj_open(const char *key);
+void jw_obj_close(void);
+void jw_arr_open(const char *key);
+void jw_arr_close(void);
+void jw_str(const char *key, const char *s);
+void jw_u64(const char *key, uint64_t v);
+void jw_double(const char *key, double v);
+void jw_null(const char *key);
+int jw_depth(void);
+size_t utf8_len(const unsigned char *s);
+
+/* --- print.c --- */
+
+enum {
+	COL_LEFT = 1 << 0,	/* align left (text); numbers align right */
+	COL_TRUNC = 1 << 1,	/* may be cut to fit: keeps the head */
+	COL_TRUNC_TAIL = 1 << 2, /* may be cut to fit: keeps the tail (paths) */
+};
+
+/*
+ * A field of an object or a column of a list: the JSON member @key and
+ * the text @title.  In a list, when the line is too wide for the
+ * terminal, COL_TRUNC* columns are cut first, then the columns with the
+ * highest @prio (0: never) are left out.
+ */
+struct column {
+	const char *key;
+	const char *title;
+	unsigned int flags;
+	unsigned int prio;
+	unsigned int width;	/* streamed lists: fixed width */
+};
+
+void out_init(bool json, bool pretty);
+void out_set_sink(void (*line)(void *ctx, const char *s), void *ctx,
+		  unsigned int width, unsigned int max_rows);
+void out_line(const char *s);
+void out_obj_begin(const char *key, const struct column *fields, size_t n);
+void out_obj_inline(void);
+void out_obj_end(void);
+void out_list_begin(const char *key, const struct column *cols, size_t n);
+void out_stream_begin(const struct column *cols, size_t n);
+void out_list_no_header(void);
+void out_item_begin(void);
+void out_item_end(void);
+void out_list_end(void);
+void out_flush(void);
+void out_gap(void);
+void out_caption(const char *s);
+
+void print_str(const char *key, const char *s);
+void print_u64(const char *key, uint64_t v);
+void print_count_limit(const char *key, uint64_t v);
+void print_bytes(const char *key, uint64_t v);
+void print_bytes_limit(const char *key, uint64_t v);
+void print_percent(const char *key, double v);
+void print_hex(const char *key, uint64_t v);
+void print_ms(const char *key, uint64_t ms);
+void print_time_ns(const char *key, uint64_t ns);
+void print_user(const char *key, uint64_t uid);
+void print_num_text(const char *key, uint64_t v, const char *text);
+struct rule;
+void print_rule_scope(const char *key, const struct rule *r);
+void print_rule_key(const struct rule *r, int k);
+
+/* Lists that more than one command prints. */
+void print_procs(const char *key, struct table *t, size_t max);
+void print_devs(const char *key, struct table *t);
+
+/* --- config.c --- */
+
+enum scope { SC_GLOBAL, SC_PROCESS, SC_UID, SC_CGROUP, NR_SCOPES };
+enum lkey { K_MAX_PINNED, K_MAX_PINS, K_MAX_PIN_SIZE, K_ACTION, NR_KEYS };
+enum rule_op { OP_RESET, OP_SET, OP_DELETE };
+
+#define CGROUP_PATH_MAX 256	/* the module's MRPIN_PATH_MAX */
+#define LIMITS_LINE_MAX 256
+#define LIMITS_WRITE_MAX 65536
+
+extern const char *const scope_names[NR_SCOPES];
+extern const char *const key_names[NR_KEYS];
+
+/* One rule, or one line of the grammar (@set: the keys it names). */
+struct rule {
+	enum rule_op op;
+	enum scope scope;
+	uint32_t uid;
+	char cgroup[CGROUP_PATH_MAX];	/* unescaped */
+	unsigned int set;		/* 1 << K_* */
+	uint64_t max[K_ACTION];		/* UNLIMITED when unlimited */
+	unsigned int pct;		/* max_pinned as a percentage of RAM */
+	bool is_pct;
+	bool warn;
+};
+
+/* The whole policy, as the module holds it. */
+struct policy {
+	struct rule global;
+	struct rule process;
+	struct rule *rules;		/* uid rules, then cgroup rules */
+	size_t nrules;
+	bool known;			/* read from the module */
+};
+
+/* Where a problem is: token @tok of the line, @off bytes into it. */
+struct cfg_err {
+	int tok;
+	size_t off;
+	char msg[320];
+};
+
+int rule_parse(char **toks, int ntok, struct rule *r, struct cfg_err *e);
+int rule_check_cgroup(const struct rule *r, struct cfg_err *e);
+int rule_format(const struct rule *r, char *buf, size_t len);
+void rule_value(const struct rule *r, int k, char *buf, size_t len);
+void rule_scope(const struct rule *r, char *buf, size_t len);
+void escape_path(const char *path, char *buf, size_t len);
+void policy_init(struct policy *p);
+void policy_free(struct policy *p);
+int policy_apply(struct policy *p, const struct rule *r, struct cfg_err *e);
+int policy_parse_text(struct policy *p, const char *src, char *text);
+int policy_load(struct policy *p);
+uint64_t rule_max_pinned(const struct rule *r);
+int limits_write(const char *text, size_t len, const char *const *origin);
+
+/*
+ * Config files: parsed line by line into a transaction (normalised lines,
+ * one rule each) with the origin of every line for messages.
+ */
+struct txn {
+	char *text;
+	size_t len;
+	size_t nlines;
+	char **origin;		/* "FILE:LINE" of each line */
+	size_t nerrors;
+};
+
+void txn_init(struct txn *t);
+void txn_free(struct txn *t);
+int txn_add_line(struct txn *t, struct policy *p, const char *file,
+		 unsigned int lineno, char *line);
+int txn_add_file(struct txn *t, struct policy *p, const char *file);
+int txn_add_rule(struct txn *t, const struct rule *r, const char *origin);
+
+#endif /* MRPINCTL_H */

@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Reading mrpin's tables under debugfs.
+ *
+ * A table is text: a first line "# " and the column names, then one row per
+ * line, whitespace-separated.  Columns are found BY NAME in the header, so
+ * that columns a later module adds (always at the end of a line) are
+ * ignored, and a module that lacks a column this tool needs is named as
+ * such.  comm and cgroup are escaped as /proc/self/mountinfo escapes them
+ * (\ooo octal for space, tab, newline and backslash): unescaped in place.
+ * Anything else that does not parse is an error that names the file, the
+ * line and the column.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "mrpinctl.h"
+#include "version.h"
+
+#define DEBUGFS_MAGIC 0x64626720
+
+char *debugfs_path(const char *name)
+{
+	size_t len = strlen(opts.debugfs) + strlen(name) + 2;
+	char *path = xmalloc(len);
+
+	snprintf(path, len, "%s/%s", opts.debugfs, name);
+	return path;
+}
+
+/*
+ * Is mrpin's directory there?  If not, say in one sentence why not and
+ * what to do, and return EXIT_FAIL.
+ */
+int debugfs_check(void)
+{
+	const char *dir = opts.debugfs;
+	struct statfs sfs;
+	struct stat st;
+	int err;
+
+	if (stat(dir, &st))
+		err = errno;
+	else if (!S_ISDIR(st.st_mode))
+		err = ENOTDIR;
+	else
+		return 0;
+	if (err == EACCES) {
+		pr_err("permission denied: %s is readable by root only: run mrpinctl as root (e.g. with sudo)",
+		       dir);
+	} else if (opts.debugfs_default &&
+		   (statfs("/sys/kernel/debug", &sfs) ||
+		    sfs.f_type != DEBUGFS_MAGIC)) {
+		pr_err("debugfs is not mounted: run 'mount -t debugfs none /sys/kernel/debug'; %s was not found",
+		       dir);
+	} else if (err == ENOENT || err == ENOTDIR) {
+		fprintf(stderr, "mrpin is not loaded: run 'modprobe mrpin' (or insmod kmod/mrpin.ko); %s was not found\n",
+			dir);
+	} else {
+		pr_err("%s: %s", dir, strerror(err));
+	}
+	return EXIT_FAIL;
+}
+
+/* Explain a failed open of debugfs file @name (errno set). */
+static int open_failed(const char *name, const char *path)
+{
+	int err = errno;
+
+	if (debugfs_check())
+		return EXIT_FAIL;
+	if (err == EACCES || err == EPERM)
+		pr_err("permission denied reading %s: run mrpinctl as root (e.g. with sudo)",
+		       path);
+	else if (err == ENOENT)
+		pr_err("%s was not found: this mrpin module has no '%s' (mrpinctl %s needs it; update the module)",
+		       path, name, MRPIN_VERSION);
+	else
+		pr_err("%s: %s", path, strerror(err));
+	return EXIT_FAIL;
+}
+
+/* The whole of debugfs file @name, NUL-terminated, in *buf (to free). */
+int debugfs_read(const char *name, char **buf, size_t *len)
+{
+	char *path = debugfs_path(name);
+	size_t size = 16384, n = 0;
+	char *b = NULL;
+	ssize_t r;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		r = open_failed(name, path);
+		free(path);
+		return (int)r;
+	}
+	b = xmalloc(size);
+	for (;;) {
+		if (n + 1 >= size)
+			b = xrealloc(b, size *= 2);
+		r = read(fd, b + n, size - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	if (r < 0) {
+		pr_err("reading %s: %s", path, strerror(errno));
+		free(b);
+		b = NULL;
+	}
+	close(fd);
+	free(path);
+	if (!b)
+		return EXIT_FAIL;
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+/* --- parsing --- */
+
+/* Undo mountinfo-style \ooo escapes in place; a bad escape stays as is. */
+void unescape(char *s)
+{
+	char *d = s;
+
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7' &&
+		    (s[1] != '0' || s[2] != '0' || s[3] != '0')) {
+			*d++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 |
+				      (s[3] - '0'));
+			s += 4;
+		} else {
+			*d++ = *s++;
+		}
+	}
+	*d = '\0';
+}
+
+/* Split @line in place at spaces and tabs; at most @max words. */
+int split_words(char *line, char **words, int max)
+{
+	int n = 0;
+	char *p = line;
+
+	for (;;) {
+		p += strspn(p, " \t");
+		if (!*p || n == max)
+			return n;
+		words[n++] = p;
+		p += strcspn(p, " \t");
+		if (*p)
+			*p++ = '\0';
+	}
+}
+
+/* Store @word in the row as field @f says; false if it does not parse. */
+static bool field_set(void *row, const struct tbl_field *f, char *word)
+{
+	uint64_t *v = (uint64_t *)((char *)row + f->off);
+
+	switch (f->type) {
+	case TF_STR:
+		unescape(word);
+		*(char **)((char *)row + f->off) = word;
+		return true;
+	case TF_LIMIT:
+		if (!strcmp(word, "unlimited")) {
+			*v = UNLIMITED;
+			return true;
+		}
+		/* fall through */
+	case TF_U64:
+		return parse_u64_all(word, v);
+	}
+	return false;
+}
+
+/* The next line of *pos, NUL-terminated; NULL at the end. */
+static char *next_line(char **pos, bool *complete)
+{
+	char *line = *pos, *nl;
+
+	if (!*line)
+		return NULL;
+	nl = strchr(line, '\n');
+	*complete = nl != NULL;
+	if (nl) {
+		*nl = '\0';
+		*pos = nl + 1;
+	} else {
+		*pos = line + strlen(line);
+	}
+	return line;
+}
+
+/* Map each field to its column in the header @line; -1 when absent. */
+int tbl_header_parse(struct tbl_header *h, char *line,
+		     const struct tbl_field *f, size_t nf)
+{
+	char *words[TBL_MAX_COLUMNS];
+	size_t i;
+	int j, n;
+
+	if (strncmp(line, "# ", 2)) {
+		pr_err("%s:1: expected a header line starting with '# '",
+		       h->path);
+		return EXIT_FAIL;
+	}
+	n = split_words(line + 2, words, TBL_MAX_COLUMNS);
+	for (i = 0; i < nf; i++) {
+		h->col[i] = -1;
+		for (j = 0; j < n && h->col[i] < 0; j++)
+			if (!strcmp(words[j], f[i].name))
+				h->col[i] = j;
+		if (h->col[i] < 0 && !f[i].optional) {
+			pr_err("%s:1: no column '%s' in the header (mrpinctl %s needs it; update the module)",
+			       h->path, f[i].name, MRPIN_VERSION);
+			return EXIT_FAIL;
+		}
+	}
+	h->ncols = n;
+	return 0;
+}
+
+/* Parse row @line (number @lineno) into @row. */
+int tbl_row_parse(const struct tbl_header *h, unsigned int lineno, char *line,
+		  const struct tbl_field *f, size_t nf, void *row)
+{
+	char *words[TBL_MAX_COLUMNS];
+	size_t i;
+	int n;
+
+	n = split_words(line, words, TBL_MAX_COLUMNS);
+	if (n < h->ncols) {
+		pr_err("%s:%u: expected %d columns, found %d", h->path, lineno,
+		       h->ncols, n);
+		return EXIT_FAIL;
+	}
+	for (i = 0; i < nf; i++) {
+		if (h->col[i] < 0)
+			continue;
+		if (!field_set(row, &f[i], words[h->col[i]])) {
+			pr_err("%s:%u: column '%s': expected %s, found '%s'",
+			       h->path, lineno, f[i].name,
+			       f[i].type == TF_LIMIT ? "a number or 'unlimited'" :
+						       "a number",
+			       words[h->col[i]]);
+			return EXIT_FAIL;
+		}
+	}
+	return 0;
+}
+
+/* Parse t->buf (a whole table) into t->rows. */
+int tbl_parse(struct table *t, const struct tbl_field *f, size_t nf,
+	      size_t row_size)
+{
+	struct tbl_header h = { .path = t->path };
+	char *pos = t->buf, *line;
+	unsigned int lineno = 1;
+	size_t max = 1;
+	bool complete;
+	int ret;
+
+	if (nf > TBL_MAX_COLUMNS)
+		return EXIT_FAIL;
+	for (line = t->buf; *line; line++)
+		max += *line == '\n';
+	t->rows = xrealloc(NULL, max * row_size);
+	memset(t->rows, 0, max * row_size);
+	t->nrows = 0;
+	line = next_line(&pos, &complete);
+	if (!line) {
+		pr_err("%s: empty: expected a header line", t->path);
+		return EXIT_FAIL;
+	}
+	ret = tbl_header_parse(&h, line, f, nf);
+	while (!ret && (line = next_line(&pos, &complete))) {
+		lineno++;
+		if (!complete) {
+			pr_err("%s:%u: truncated line (no newline at the end)",
+			       t->path, lineno);
+			return EXIT_FAIL;
+		}
+		if (!line[strspn(line, " \t")])
+			continue;
+		ret = tbl_row_parse(&h, lineno, line, f, nf,
+				    (char *)t->rows + t->nrows * row_size);
+		t->nrows++;
+	}
+	return ret;
+}
+
+int tbl_load(struct table *t, const char *name, const struct tbl_field *f,
+	     size_t nf, size_t row_size)
+{
+	size_t len;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	ret = debugfs_read(name, &t->buf, &len);
+	if (ret)
+		return ret;
+	t->path = debugfs_path(name);
+	if (strlen(t->buf) != len) {
+		pr_err("%s: NUL byte in the table", t->path);
+		return EXIT_FAIL;
+	}
+	return tbl_parse(t, f, nf, row_size);
+}
+
+void tbl_free(struct table *t)
+{
+	free(t->path);
+	free(t->buf);
+	free(t->rows);
+	memset(t, 0, sizeof(*t));
+}
+
+/* A "key value" file (stats): the known keys into @dst, others ignored. */
+int kv_load(const char *name, const struct tbl_field *f, size_t nf, void *dst)
+{
+	char *buf, *pos, *line, *words[3], *path;
+	unsigned int lineno = 0, seen = 0;
+	int ret = 0, n;
+	bool complete;
+	size_t len, i;
+
+	ret = debugfs_read(name, &buf, &len);
+	if (ret)
+		return ret;
+	path = debugfs_path(name);
+	pos = buf;
+	while (!ret && (line = next_line(&pos, &complete))) {
+		lineno++;
+		n = split_words(line, words, 3);
+		if (!n)
+			continue;
+		for (i = 0; i < nf && strcmp(f[i].name, words[0]); i++)
+			;
+		if (i == nf)
+			continue;
+		if (n != 2 || !complete || !field_set(dst, &f[i], words[1])) {
+			pr_err("%s:%u: expected '%s NUMBER'", path, lineno,
+			       f[i].name);
+			ret = EXIT_FAIL;
+		}
+		seen |= 1U << i;
+	}
+	for (i = 0; !ret && i < nf; i++) {
+		if (!(seen & (1U << i)) && !f[i].optional) {
+			pr_err("%s: no '%s' line (mrpinctl %s needs it; update the module)",
+			       path, f[i].name, MRPIN_VERSION);
+			ret = EXIT_FAIL;
+		}
+	}
+	free(path);
+	free(buf);
+	return ret;
+}
+
+/* --- the tables --- */
+
+#define F(type, name, t, opt) { #name, t, offsetof(type, name), opt }
+
+static const struct tbl_field stats_fields[] = {
+	F(struct stats, pins, TF_U64, false),
+	F(struct stats, pinned_bytes, TF_U64, false),
+	F(struct stats, peak_pinned_bytes, TF_U64, false),
+	F(struct stats, pins_total, TF_U64, false),
+	F(struct stats, releases_total, TF_U64, false),
+	F(struct stats, untracked_releases_total, TF_U64, false),
+	F(struct stats, denials_total, TF_U64, true),
+	F(struct stats, warnings_total, TF_U64, true),
+};
+
+static const struct tbl_field dev_fields[] = {
+	F(struct dev_row, device, TF_STR, false),
+	F(struct dev_row, node_guid, TF_STR, false),
+	F(struct dev_row, max_mr, TF_U64, false),
+	F(struct dev_row, pins, TF_U64, false),
+	F(struct dev_row, pinned_bytes, TF_U64, false),
+};
+
+static const struct tbl_field proc_fields[] = {
+	F(struct proc_row, pid, TF_U64, false),
+	F(struct proc_row, comm, TF_STR, false),
+	F(struct proc_row, uid, TF_U64, false),
+	F(struct proc_row, cgroup, TF_STR, false),
+	F(struct proc_row, pins, TF_U64, false),
+	F(struct proc_row, pinned_bytes, TF_U64, false),
+	F(struct proc_row, peak_bytes, TF_U64, false),
+	F(struct proc_row, vm_pinned_bytes, TF_U64, false),
+	F(struct proc_row, memlock_bytes, TF_LIMIT, false),
+	F(struct proc_row, denials, TF_U64, true),
+};
+
+static const struct tbl_field pin_fields[] = {
+	F(struct pin_row, id, TF_U64, false),
+	F(struct pin_row, pid, TF_U64, false),
+	F(struct pin_row, comm, TF_STR, false),
+	F(struct pin_row, device, TF_STR, false),
+	F(struct pin_row, start, TF_U64, false),
+	F(struct pin_row, length, TF_U64, false),
+	F(struct pin_row, pinned_bytes, TF_U64, false),
+	F(struct pin_row, caller, TF_STR, false),
+	F(struct pin_row, age_ms, TF_U64, false),
+};
+
+static const struct tbl_field user_fields[] = {
+	F(struct user_row, uid, TF_U64, false),
+	F(struct user_row, pins, TF_U64, false),
+	F(struct user_row, pinned_bytes, TF_U64, false),
+};
+
+static const struct tbl_field cgroup_fields[] = {
+	F(struct cgroup_row, id, TF_U64, false),
+	F(struct cgroup_row, cgroup, TF_STR, false),
+	F(struct cgroup_row, pins, TF_U64, false),
+	F(struct cgroup_row, pinned_bytes, TF_U64, false),
+};
+
+int load_stats(struct stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	return kv_load("stats", stats_fields, ARRAY_SIZE(stats_fields), s);
+}
+
+int load_devs(struct table *t)
+{
+	return tbl_load(t, "devices", dev_fields, ARRAY_SIZE(dev_fields),
+			sizeof(struct dev_row));
+}
+
+int load_procs(struct table *t)
+{
+	return tbl_load(t, "procs", proc_fields, ARRAY_SIZE(proc_fields),
+			sizeof(struct proc_row));
+}
+
+int load_pins(struct table *t)
+{
+	return tbl_load(t, "pins", pin_fields, ARRAY_SIZE(pin_fields),
+			sizeof(struct pin_row));
+}
+
+int load_users(struct table *t)
+{
+	return tbl_load(t, "users", user_fields, ARRAY_SIZE(user_fields),
+			sizeof(struct user_row));
+}
+
+int load_cgroups(struct table *t)
+{
+	return tbl_load(t, "cgroups", cgroup_fields, ARRAY_SIZE(cgroup_fields),
+			sizeof(struct cgroup_row));
+}
+
+/* The module's version ("0.1.0") from "mrpin 0.1.0". */
+int load_version(char *out, size_t len)
+{
+	char *buf, *words[3];
+	size_t n;
+	int ret;
+
+	ret = debugfs_read("version", &buf, &n);
+	if (ret)
+		return ret;
+	buf[strcspn(buf, "\n")] = '\0';
+	if (split_words(buf, words, 3) != 2 || strcmp(words[0], "mrpin")) {
+		pr_err("%s/version: expected 'mrpin VERSION'", opts.debugfs);
+		ret = EXIT_FAIL;
+	} else {
+		snprintf(out, len, "%s", words[1]);
+	}
+	free(buf);
+	return ret;
+}
+
+/* --- sorting --- */
+
+const char *const proc_sort_names[] = { "pinned", "pins", "peak", NULL };
+
+static enum proc_sort sort_by;
+
+static uint64_t proc_key(const struct proc_row *p)
+{
+	switch (sort_by) {
+	case SORT_PINS:
+		return p->pins;
+	case SORT_PEAK:
+		return p->peak_bytes;
+	default:
+		return p->pinned_bytes;
+	}
+}
+
+/* Largest first; by pid for equal keys. */
+static int proc_cmp(const void *a, const void *b)
+{
+	const struct proc_row *x = a, *y = b;
+	uint64_t kx = proc_key(x), ky = proc_key(y);
+
+	if (kx != ky)
+		return kx > ky ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+void procs_sort(struct table *t, enum proc_sort by)
+{
+	sort_by = by;
+	if (t->nrows)
+		qsort(t->rows, t->nrows, sizeof(struct proc_row), proc_cmp);
+}
