@@ -13,7 +13,7 @@ dir=/sys/kernel/debug/mrpin
 title() { printf '\n=== %s\n' "$*"; }
 
 title "mrpin $(cut -d' ' -f2 $dir/version) is loaded; RDMA devices it follows"
-$ctl devices
+$ctl dev
 
 title "starting ib_write_bw (server and client on rxe0, 64 KiB messages, 8 s)"
 ib_write_bw -d rxe0 -x 0 -s 65536 -D 8 >/tmp/ib_write_bw.server 2>&1 &
@@ -28,23 +28,23 @@ done
 sleep 1
 
 title "processes holding pinned memory (pinned_bytes is exact: compare VmPin)"
-$ctl procs
+$ctl proc
 for pid in $server $client; do
 	echo "pid $pid: $(grep VmPin /proc/$pid/status)"
 done
 
 title "live pins (caller: the kernel function that asked for the pin)"
-$ctl pins
+$ctl pin
 
 title "devices while the workload runs"
-$ctl devices
+$ctl dev
 
 wait $server $client
 title "ib_write_bw result"
 grep -A2 '#bytes' /tmp/ib_write_bw.client
 
 title "after the workload exited: everything released"
-$ctl stats
+$ctl status
 
 title "a limit: no process may pin more than 64 KiB (echo 'process max_pinned=64K' > limits)"
 echo "process max_pinned=64K" >$dir/limits

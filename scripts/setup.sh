@@ -121,7 +121,7 @@ kver)
 	;;
 build)
 	kver=$(resolve_kver)
-	pkgs=(make gcc libibverbs-dev)
+	pkgs=(make gcc libibverbs-dev libncurses-dev pkg-config python3)
 	if [ -z "${KDIR:-}" ] && [ ! -d "/lib/modules/$(uname -r)/build" ]; then
 		pkgs+=("linux-headers-$kver")
 	fi
