@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Kernel-version shims.  Everything mrpin needs that changed name or shape
- * across kernel releases sits here, each shim naming the change it papers
- * over.  mrpin is built and tested on 6.1.
+ * Kernel-version and architecture shims.  Everything mrpin needs that
+ * changed name or shape across kernel releases sits here, each shim naming
+ * the change it papers over, and so does what depends on the system call
+ * ABI.  mrpin is built and tested on 6.1, x86-64.
  */
 #ifndef _MRPIN_COMPAT_H
 #define _MRPIN_COMPAT_H
 
 #include <linux/ftrace.h>
+#include <linux/sched.h>
+#include <linux/sched/task_stack.h>
+#include <asm/syscall.h>
+#include <asm/unistd.h>
 
 /*
  * Redirect a traced function: set the instruction pointer the ftrace
@@ -23,6 +28,39 @@ static __always_inline void mrpin_ftrace_set_ip(struct ftrace_regs *fregs,
 #else
 	ftrace_regs_set_instruction_pointer(fregs, ip);
 #endif
+}
+
+/*
+ * Whether the task releasing a pin does so as part of the kernel's cleanup
+ * (the owner exiting, or closing the device file) rather than an explicit
+ * deregistration (an ioctl or write on the device file).  ib_core does not
+ * say; the releasing context does: a kernel thread, an exiting task, a
+ * task other than the owner, or a task inside close()/exit()/dup2() (which
+ * closes the file; its final fput() runs as task work on the way back to
+ * user space, still in that system call).
+ */
+static inline bool mrpin_release_is_cleanup(const struct mm_struct *owner)
+{
+	struct pt_regs *regs;
+	long nr;
+
+	if (current->flags & (PF_EXITING | PF_KTHREAD) || current->mm != owner)
+		return true;
+	regs = task_pt_regs(current);
+	nr = syscall_get_nr(current, regs);
+	switch (nr) {
+	case __NR_close:
+	case __NR_close_range:
+	case __NR_exit:
+	case __NR_exit_group:
+#ifdef __NR_dup2
+	case __NR_dup2:
+#endif
+	case __NR_dup3:
+		return true;
+	default:
+		return false;
+	}
 }
 
 #endif /* _MRPIN_COMPAT_H */

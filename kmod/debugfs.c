@@ -26,6 +26,7 @@
 #include <linux/resource.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 
 #include "mrpin.h"
 
@@ -84,6 +85,16 @@ static int stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "denials_total %lld\n", atomic64_read(&s->denials_total));
 	seq_printf(m, "warnings_total %lld\n",
 		   atomic64_read(&s->warnings_total));
+	seq_printf(m, "bytes_4k %lld\n", atomic64_read(&s->usage.pinned_bytes) -
+		   atomic64_read(&s->bytes_2m) - atomic64_read(&s->bytes_1g));
+	seq_printf(m, "bytes_2m %lld\n", atomic64_read(&s->bytes_2m));
+	seq_printf(m, "bytes_1g %lld\n", atomic64_read(&s->bytes_1g));
+	seq_printf(m, "stack_pins_total %lld\n",
+		   atomic64_read(&s->stack_pins_total));
+	seq_printf(m, "oversized_pins_total %lld\n",
+		   atomic64_read(&s->oversized_pins_total));
+	seq_printf(m, "cleanup_releases_total %lld\n",
+		   atomic64_read(&s->cleanup_releases_total));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(stats);
@@ -100,8 +111,11 @@ static void mrpin_seq_limit(struct seq_file *m, u64 bytes)
 static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 			    char *path, size_t path_len)
 {
-	u64 pins, bytes, peak, memlock, denials;
+	u64 pins, bytes, peak, memlock, denials, b2m, b1g, stack, cleanup;
+	u64 regs, rate, now = ktime_get_ns();
+	u32 hist[MRPIN_LIFE_BUCKETS];
 	struct cgroup *cgrp;
+	int i;
 
 	pins = atomic64_read(&proc->usage.pins);
 	bytes = atomic64_read(&proc->usage.pinned_bytes);
@@ -109,6 +123,17 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 	peak = proc->peak_bytes;
 	memlock = proc->memlock;
 	denials = proc->denials;
+	b2m = proc->bytes_2m;
+	b1g = proc->bytes_1g;
+	stack = proc->stack_pins;
+	cleanup = proc->cleanup_releases;
+	regs = proc->registrations;
+	memcpy(hist, proc->life_hist, sizeof(hist));
+	/* The last full window's rate, else the current window's so far. */
+	rate = proc->rate;
+	if (!rate && now - proc->rate_start_ns >= NSEC_PER_SEC)
+		rate = div64_u64(proc->rate_count * NSEC_PER_SEC,
+				 now - proc->rate_start_ns);
 	cgrp = proc->cgrp;
 	if (cgrp)
 		cgroup_get(cgrp);
@@ -126,7 +151,11 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 	seq_printf(m, " %llu %llu %llu %llu", pins, bytes, peak,
 		   mrpin_proc_vm_pinned_bytes(proc));
 	mrpin_seq_limit(m, memlock);
-	seq_printf(m, " %llu\n", denials);
+	seq_printf(m, " %llu %llu %llu %llu %llu %llu %llu %llu ", denials,
+		   bytes - b2m - b1g, b2m, b1g, stack, cleanup, regs, rate);
+	for (i = 0; i < MRPIN_LIFE_BUCKETS; i++)
+		seq_printf(m, i ? ",%u" : "%u", hist[i]);
+	seq_putc(m, '\n');
 }
 
 static int procs_show(struct seq_file *m, void *v)
@@ -137,7 +166,7 @@ static int procs_show(struct seq_file *m, void *v)
 	path = kmalloc(PATH_MAX, GFP_KERNEL);
 	if (!path)
 		return -ENOMEM;
-	seq_puts(m, "# pid comm uid cgroup pins pinned_bytes peak_bytes vm_pinned_bytes memlock_bytes denials\n");
+	seq_puts(m, "# pid comm uid cgroup pins pinned_bytes peak_bytes vm_pinned_bytes memlock_bytes denials bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist\n");
 	mutex_lock(&mrpin_owners_lock);
 	list_for_each_entry(proc, &mrpin_procs, node)
 		if (atomic64_read(&proc->usage.pins))
@@ -201,6 +230,87 @@ static int cgroups_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(cgroups);
 
+static int leaks_show(struct seq_file *m, void *v)
+{
+	mrpin_leaks_show(m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(leaks);
+
+/* One live pin's call site, as copied for the `callsites` view. */
+struct mrpin_site {
+	pid_t pid;
+	char comm[TASK_COMM_LEN];
+	u64 bytes;
+	u64 created_ns;
+	struct mrpin_callsite cs;
+};
+
+static int mrpin_site_cmp(const void *a, const void *b)
+{
+	const struct mrpin_site *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return memcmp(&x->cs, &y->cs, sizeof(x->cs));
+}
+
+/*
+ * `callsites` groups the live pins that have a call site (callsites=on when
+ * they were made) by process and call site: a copy of each, sorted, then
+ * counted.  A diagnostic view: it walks every pin.
+ */
+static int callsites_show(struct seq_file *m, void *v)
+{
+	struct mrpin_site *sites, *s, *g;
+	unsigned long id, n = 0, max = 0, i, j;
+	u64 now = ktime_get_ns(), bytes, oldest;
+	struct mrpin_pin *pin;
+	unsigned int k;
+
+	rcu_read_lock();
+	xa_for_each(&mrpin_pins_by_id, id, pin)
+		max += !!pin->callsite;
+	rcu_read_unlock();
+	sites = kvmalloc_array(max + 1, sizeof(*sites), GFP_KERNEL);
+	if (!sites)
+		return -ENOMEM;
+	rcu_read_lock();
+	xa_for_each(&mrpin_pins_by_id, id, pin) {
+		if (!pin->callsite || n > max)
+			continue;
+		s = &sites[n++];
+		s->pid = pin->proc->tgid;
+		memcpy(s->comm, pin->proc->comm, sizeof(s->comm));
+		s->bytes = mrpin_pin_bytes(pin->start, pin->length);
+		s->created_ns = pin->created_ns;
+		s->cs = *pin->callsite;
+	}
+	rcu_read_unlock();
+	sort(sites, n, sizeof(*sites), mrpin_site_cmp, NULL);
+
+	seq_puts(m, "# pid comm pins bytes oldest_age_ms frames\n");
+	for (i = 0; i < n; i = j) {
+		g = &sites[i];
+		bytes = 0;
+		oldest = g->created_ns;
+		for (j = i; j < n && !mrpin_site_cmp(g, &sites[j]); j++) {
+			bytes += sites[j].bytes;
+			oldest = min(oldest, sites[j].created_ns);
+		}
+		seq_printf(m, "%d ", g->pid);
+		seq_escape(m, g->comm, MRPIN_ESCAPE);
+		seq_printf(m, " %lu %llu %llu ", j - i, bytes,
+			   div_u64(now - oldest, NSEC_PER_MSEC));
+		for (k = 0; k < g->cs.depth; k++)
+			seq_printf(m, k ? ",0x%lx" : "0x%lx", g->cs.ip[k]);
+		seq_putc(m, '\n');
+	}
+	kvfree(sites);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(callsites);
+
 /*
  * `pins`: *pos is 0 for the header, then the id of the pin shown, so that a
  * restart at the same position (next chunk) finds the same pin again.
@@ -241,9 +351,10 @@ static int pins_show(struct seq_file *m, void *v)
 	struct mrpin_pin *pin = v;
 	char name[IB_DEVICE_NAME_MAX];
 	char caller[KSYM_SYMBOL_LEN];
+	u64 bytes, huge;
 
 	if (v == SEQ_START_TOKEN) {
-		seq_puts(m, "# id pid comm device start length pinned_bytes caller age_ms\n");
+		seq_puts(m, "# id pid comm device start length pinned_bytes caller age_ms stack bytes_4k bytes_2m bytes_1g align oversized\n");
 		return 0;
 	}
 	mrpin_dev_name(pin->dev, name, sizeof(name));
@@ -254,9 +365,15 @@ static int pins_show(struct seq_file *m, void *v)
 	seq_escape(m, pin->proc->comm, MRPIN_ESCAPE);
 	seq_putc(m, ' ');
 	seq_escape(m, name, MRPIN_ESCAPE);
-	seq_printf(m, " %lu %zu %llu %s %llu\n", pin->start, pin->length,
-		   mrpin_pin_bytes(pin->start, pin->length), caller,
-		   div_u64(ktime_get_ns() - pin->created_ns, NSEC_PER_MSEC));
+	bytes = mrpin_pin_bytes(pin->start, pin->length);
+	huge = ((u64)pin->pages_2m + pin->pages_1g) << PAGE_SHIFT;
+	seq_printf(m, " %lu %zu %llu %s %llu %d %llu %llu %llu %lu %d\n",
+		   pin->start, pin->length, bytes, caller,
+		   div_u64(ktime_get_ns() - pin->created_ns, NSEC_PER_MSEC),
+		   !!(pin->flags & MRPIN_PIN_STACK), bytes - huge,
+		   (u64)pin->pages_2m << PAGE_SHIFT,
+		   (u64)pin->pages_1g << PAGE_SHIFT, 1UL << pin->align_shift,
+		   !!(pin->flags & MRPIN_PIN_OVERSIZED));
 	return 0;
 }
 
@@ -284,6 +401,8 @@ void mrpin_debugfs_init(void)
 	debugfs_create_file("stats", 0400, dir, NULL, &stats_fops);
 	debugfs_create_file("users", 0400, dir, NULL, &users_fops);
 	debugfs_create_file("cgroups", 0400, dir, NULL, &cgroups_fops);
+	debugfs_create_file("leaks", 0400, dir, NULL, &leaks_fops);
+	debugfs_create_file("callsites", 0400, dir, NULL, &callsites_fops);
 	debugfs_create_file("events", 0400, dir, NULL, &mrpin_events_fops);
 	debugfs_create_file("limits", 0600, dir, NULL, &mrpin_limits_fops);
 	mrpin_debugfs_dir = dir;

@@ -78,6 +78,28 @@ static void mrpin_scope_text(const struct mrpin_violation *v, char *buf,
 	}
 }
 
+static void mrpin_report_log(const struct mrpin_violation *v, pid_t pid,
+			     u32 uid, const char *scope)
+{
+	switch (v->key) {
+	case MRPIN_EVENT_STACK:
+		pr_warn("mrpin: pid %d (%s) uid %u: %s %llu bytes of stack memory\n",
+			pid, current->comm, uid,
+			v->warn ? "registered" : "refused", v->asked);
+		break;
+	case MRPIN_EVENT_MR_TABLE:
+		pr_warn("mrpin: device %s: %llu live pins, past the mr_table_warn mark of %llu\n",
+			v->path, v->usage, v->limit);
+		break;
+	default:
+		pr_warn("mrpin: pid %d (%s) uid %u: %s %llu bytes: %s %s in use %llu, limit %llu\n",
+			pid, current->comm, uid,
+			v->warn ? "over limit, allowed (warn)" : "refused",
+			v->asked, scope, mrpin_event_key_names[v->key],
+			v->usage, v->limit);
+	}
+}
+
 /**
  * mrpin_report() - tell that a pin crossed a limit
  * @v: the limit crossed; v->warn says whether the pin was allowed
@@ -95,12 +117,8 @@ void mrpin_report(const struct mrpin_violation *v)
 
 	mrpin_scope_text(v, scope, sizeof(scope));
 	if (__ratelimit(&mrpin_report_rs))
-		pr_warn("mrpin: pid %d (%s) uid %u: %s %llu bytes: %s %s in use %llu, limit %llu\n",
-			pid, current->comm, uid,
-			v->warn ? "over limit, allowed (warn)" : "refused",
-			v->asked, scope, mrpin_limit_key_names[v->key],
-			v->usage, v->limit);
-	trace_mrpin_deny(pid, action, scope, mrpin_limit_key_names[v->key],
+		mrpin_report_log(v, pid, uid, scope);
+	trace_mrpin_deny(pid, action, scope, mrpin_event_key_names[v->key],
 			 v->asked, v->usage, v->limit);
 
 	spin_lock(&mrpin_events_lock);
@@ -208,7 +226,7 @@ static bool mrpin_events_fill(struct mrpin_events_reader *r)
 	}
 	r->len += scnprintf(r->buf + r->len, sizeof(r->buf) - r->len,
 			    " %s %llu %llu %llu\n",
-			    mrpin_limit_key_names[e.v.key], e.v.asked,
+			    mrpin_event_key_names[e.v.key], e.v.asked,
 			    e.v.usage, e.v.limit);
 	return true;
 }

@@ -59,6 +59,8 @@ struct mrpin_counter {
  * @node_guid:	the device's node GUID (host order)
  * @max_mr:	attrs.max_mr: the size of the device's MR table
  * @usage:	live pins and bytes on this device
+ * @mr_table_warned: the table crossed the mr_table_warn mark and has not
+ *		gone back below it (one event per crossing)
  * @rcu:	frees the record after the last RCU reader
  *
  * The record outlives the ib_device when pins remain at removal: their
@@ -73,6 +75,7 @@ struct mrpin_dev {
 	u64 node_guid;
 	int max_mr;
 	struct mrpin_counter usage;
+	atomic_t mr_table_warned;
 	struct rcu_head rcu;
 };
 
@@ -88,6 +91,8 @@ void mrpin_device_exit(void);
 struct mrpin_dev *mrpin_dev_get(struct ib_device *ibdev);
 void mrpin_dev_put(struct mrpin_dev *dev);
 void mrpin_dev_name(struct mrpin_dev *dev, char *buf, size_t len);
+
+#define MRPIN_LIFE_BUCKETS 24
 
 /**
  * struct mrpin_proc - the pins of one address space (one process)
@@ -107,6 +112,16 @@ void mrpin_dev_name(struct mrpin_dev *dev, char *buf, size_t len);
  * @releases:	pins released so far
  * @denials:	pins refused so far
  * @memlock:	RLIMIT_MEMLOCK soft limit as of the latest pin (bytes)
+ * @bytes_2m:	bytes of the live pins backed by 2 MiB pages
+ * @bytes_1g:	bytes of the live pins backed by 1 GiB pages
+ * @stack_pins:	registrations of stack memory so far
+ * @cleanup_releases: pins released by the kernel's cleanup (exit, close)
+ * @life_hist:	pins released so far, by lifetime: bucket i counts
+ *		lifetimes of [2^i, 2^(i+1)) microseconds (the first below 2 us,
+ *		the last everything longer)
+ * @rate_start_ns: start of the current 10 s registration-rate window
+ * @rate_count:	registrations in the current window
+ * @rate:	registrations per second over the last full window
  * @rcu:	frees the record after the last RCU reader
  *
  * A process record shows while it has pins (or a pin is being made).  When
@@ -132,6 +147,14 @@ struct mrpin_proc {
 	u64 releases;
 	u64 denials;
 	u64 memlock;
+	u64 bytes_2m;
+	u64 bytes_1g;
+	u64 stack_pins;
+	u64 cleanup_releases;
+	u32 life_hist[MRPIN_LIFE_BUCKETS];
+	u64 rate_start_ns;
+	u64 rate_count;
+	u64 rate;
 	struct rcu_head rcu;
 };
 
@@ -193,6 +216,12 @@ extern struct mutex mrpin_owners_lock;
  * @untracked_releases_total: releases of umems mrpin did not see pinned
  * @denials_total:	pins refused since load
  * @warnings_total:	pins allowed over a limit in warn mode since load
+ * @bytes_2m:		live bytes backed by 2 MiB pages
+ * @bytes_1g:		live bytes backed by 1 GiB pages
+ * @stack_pins_total:	registrations of stack memory since load
+ * @oversized_pins_total: registrations at or above the oversize mark
+ * @cleanup_releases_total: pins released by the kernel's cleanup (process
+ *			exit, closing the device) instead of a deregistration
  */
 struct mrpin_stats {
 	struct mrpin_counter usage;
@@ -202,25 +231,45 @@ struct mrpin_stats {
 	atomic64_t untracked_releases_total;
 	atomic64_t denials_total;
 	atomic64_t warnings_total;
+	atomic64_t bytes_2m;
+	atomic64_t bytes_1g;
+	atomic64_t stack_pins_total;
+	atomic64_t oversized_pins_total;
+	atomic64_t cleanup_releases_total;
 };
 
 extern struct mrpin_stats mrpin_stats;
 
-/* The scopes a limit applies to; see policy.c. */
+/* The scopes of the rules (policy.c), then of events only. */
 enum mrpin_scope {
 	MRPIN_SCOPE_GLOBAL,
 	MRPIN_SCOPE_PROCESS,
 	MRPIN_SCOPE_UID,
 	MRPIN_SCOPE_CGROUP,
+	MRPIN_NR_RULE_SCOPES,
+	MRPIN_SCOPE_DEVICE = MRPIN_NR_RULE_SCOPES,
 	MRPIN_NR_SCOPES,
 };
 
-/* The limits of a rule, indexing struct mrpin_limits.max[]. */
+/*
+ * The limits of a rule, indexing struct mrpin_limits.max[]; then what else
+ * an event can be about (struct mrpin_violation.key).
+ */
 enum mrpin_limit_key {
 	MRPIN_MAX_PINNED,
 	MRPIN_MAX_PINS,
 	MRPIN_MAX_PIN_SIZE,
 	MRPIN_NR_LIMIT_KEYS,
+	MRPIN_EVENT_STACK = MRPIN_NR_LIMIT_KEYS,
+	MRPIN_EVENT_MR_TABLE,
+	MRPIN_NR_EVENT_KEYS,
+};
+
+/* What to do with a registration of stack memory (global stack=). */
+enum mrpin_stack_action {
+	MRPIN_STACK_ALLOW,
+	MRPIN_STACK_WARN,
+	MRPIN_STACK_DENY,
 };
 
 #define MRPIN_UNLIMITED U64_MAX
@@ -234,20 +283,31 @@ enum mrpin_limit_key {
  *		(0 otherwise, also for "0%"; see @pct_set)
  * @pct_set:	max_pinned was given as a percentage
  * @warn:	action=warn: allow, log and count instead of refusing
+ * @stack:	global rule only: enum mrpin_stack_action for stack memory
+ * @mr_table_pct: global rule only: warn when a device's MR table is this
+ *		full (percent)
+ * @callsites:	global rule only: record user call sites of new pins
+ * @oversize:	global rule only: pins of this many bytes or more are
+ *		flagged as oversized
  */
 struct mrpin_limits {
 	u64 max[MRPIN_NR_LIMIT_KEYS];
 	u8 pct;
 	bool pct_set;
 	bool warn;
+	u8 stack;
+	u8 mr_table_pct;
+	bool callsites;
+	u64 oversize;
 };
 
 /**
  * struct mrpin_violation - a limit a pin crossed
  * @scope:	the rule's scope
  * @id:		uid or cgroup id for those scopes
- * @path:	the cgroup rule's path (cgroup scope only)
- * @key:	the limit crossed
+ * @path:	the cgroup rule's path (cgroup scope); the device's name
+ *		(device scope)
+ * @key:	the limit crossed (enum mrpin_limit_key)
  * @asked:	the pin's bytes
  * @usage:	use before the pin, in the key's unit
  * @limit:	the limit, in the key's unit
@@ -285,7 +345,14 @@ u64 mrpin_proc_vm_pinned_bytes(const struct mrpin_proc *proc);
  * @length:	the length asked for, in bytes
  * @caller:	return address into the kernel function that asked for it
  * @created_ns:	CLOCK_MONOTONIC time of the pin
+ * @pages_2m:	pages of the pin backed by 2 MiB pages (THP or hugetlbfs)
+ * @pages_1g:	pages of the pin backed by 1 GiB pages
+ * @align_shift: log2 of the start's alignment, at most 30 (1 GiB)
+ * @flags:	MRPIN_PIN_* facts about the pin
+ * @callsite:	user return addresses when call sites are recorded, or NULL
  * @rcu:	frees the record after the last RCU reader
+ *
+ * The facts (diag.c) are computed once, when the pin is made.
  */
 struct mrpin_pin {
 	struct rhash_head node;
@@ -299,7 +366,27 @@ struct mrpin_pin {
 	size_t length;
 	unsigned long caller;
 	u64 created_ns;
+	u32 pages_2m;
+	u32 pages_1g;
+	u8 align_shift;
+	u8 flags;
+	struct mrpin_callsite *callsite;
 	struct rcu_head rcu;
+};
+
+#define MRPIN_PIN_STACK		BIT(0)	/* the range lies in a stack */
+#define MRPIN_PIN_OVERSIZED	BIT(1)	/* at or above the oversize mark */
+
+#define MRPIN_CALLSITE_DEPTH 8
+
+/**
+ * struct mrpin_callsite - where in user space a pin was asked for
+ * @depth:	entries in @ip
+ * @ip:		user return addresses, innermost first
+ */
+struct mrpin_callsite {
+	unsigned int depth;
+	unsigned long ip[MRPIN_CALLSITE_DEPTH];
 };
 
 /* Live pins by id, for the `pins` view; RCU readers. */
@@ -343,14 +430,21 @@ void mrpin_policy_exit(void);
 const struct mrpin_limits *mrpin_policy_limits(enum mrpin_scope scope, u64 id,
 					       const char **path);
 extern const struct file_operations mrpin_limits_fops;
+const struct mrpin_limits *mrpin_policy_global(void);
 extern const char *const mrpin_scope_names[MRPIN_NR_SCOPES];
-extern const char *const mrpin_limit_key_names[MRPIN_NR_LIMIT_KEYS];
+extern const char *const mrpin_event_key_names[MRPIN_NR_EVENT_KEYS];
 
 /* events.c */
 int mrpin_events_init(void);
 void mrpin_events_exit(void);
 void mrpin_report(const struct mrpin_violation *v);
 extern const struct file_operations mrpin_events_fops;
+
+/* diag.c: facts about each pin, computed once */
+int mrpin_diag_prepare(struct mrpin_pin *pin);
+void mrpin_diag_commit(struct mrpin_pin *pin, struct ib_umem *umem);
+void mrpin_diag_release(struct mrpin_pin *pin, bool cleanup);
+void mrpin_leaks_show(struct seq_file *m);
 
 /* hook.c */
 int mrpin_hook_init(void);

@@ -38,6 +38,7 @@
 #include <linux/timekeeping.h>
 #include <rdma/ib_umem.h>
 
+#include "compat.h"
 #include "mrpin.h"
 
 #define CREATE_TRACE_POINTS
@@ -62,8 +63,10 @@ static void mrpin_pin_ctor(void *object)
 
 static void mrpin_pin_free_rcu(struct rcu_head *rcu)
 {
-	kmem_cache_free(mrpin_pin_cache,
-			container_of(rcu, struct mrpin_pin, rcu));
+	struct mrpin_pin *pin = container_of(rcu, struct mrpin_pin, rcu);
+
+	kfree(pin->callsite);
+	kmem_cache_free(mrpin_pin_cache, pin);
 }
 
 /* Drop what a record holds and free it after RCU readers are done. */
@@ -131,6 +134,12 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 		cgroup_put(cgrp);
 		goto err_nomem;
 	}
+	ret = mrpin_diag_prepare(pin);
+	if (ret) {
+		cgroup_put(cgrp);
+		mrpin_pin_free(pin);
+		return ERR_PTR(ret);
+	}
 	pin->id = atomic64_inc_return(&mrpin_pin_last_id);
 	if (xa_reserve(&mrpin_pins_by_id, pin->id, GFP_KERNEL)) {
 		cgroup_put(cgrp);
@@ -188,6 +197,7 @@ void mrpin_pin_commit(struct mrpin_pin *pin, struct ib_umem *umem)
 	}
 	xa_store(&mrpin_pins_by_id, pin->id, pin, GFP_KERNEL);
 	mrpin_commit(pin, mrpin_pin_bytes(pin->start, pin->length));
+	mrpin_diag_commit(pin, umem);
 
 	if (trace_mrpin_pin_enabled()) {
 		char name[IB_DEVICE_NAME_MAX];
@@ -272,14 +282,18 @@ out:
 void mrpin_umem_release(struct ib_umem *umem)
 {
 	struct mrpin_pin *pin = NULL;
+	bool cleanup = false;
 
 	if (umem) {
 		pin = mrpin_pin_take(umem);
 		if (!pin)
 			atomic64_inc(&mrpin_stats.untracked_releases_total);
+		else
+			cleanup = mrpin_release_is_cleanup(pin->proc->mm);
 	}
 	ib_umem_release(umem);
 	if (pin) {
+		mrpin_diag_release(pin, cleanup);
 		trace_mrpin_unpin(pin->id, pin->proc->tgid,
 				  mrpin_pin_bytes(pin->start, pin->length),
 				  ktime_get_ns() - pin->created_ns);

@@ -61,23 +61,46 @@ const char *const mrpin_scope_names[MRPIN_NR_SCOPES] = {
 	[MRPIN_SCOPE_PROCESS] = "process",
 	[MRPIN_SCOPE_UID] = "uid",
 	[MRPIN_SCOPE_CGROUP] = "cgroup",
+	[MRPIN_SCOPE_DEVICE] = "device",
 };
 
-/* The keys of the grammar: the limits, then the action. */
-#define MRPIN_KEY_ACTION MRPIN_NR_LIMIT_KEYS
-#define MRPIN_NR_KEYS (MRPIN_NR_LIMIT_KEYS + 1)
+/*
+ * The keys of the grammar: the limits (every rule), the action (every
+ * rule), then the global rule's own keys (MRPIN_KEY_GLOBAL_ONLY and up).
+ */
+enum {
+	MRPIN_KEY_ACTION = MRPIN_NR_LIMIT_KEYS,
+	MRPIN_KEY_STACK,
+	MRPIN_KEY_OVERSIZE,
+	MRPIN_KEY_MR_TABLE_WARN,
+	MRPIN_KEY_CALLSITES,
+	MRPIN_NR_KEYS,
+	MRPIN_KEY_GLOBAL_ONLY = MRPIN_KEY_STACK,
+};
 
 static const char *const mrpin_key_names[MRPIN_NR_KEYS] = {
 	[MRPIN_MAX_PINNED] = "max_pinned",
 	[MRPIN_MAX_PINS] = "max_pins",
 	[MRPIN_MAX_PIN_SIZE] = "max_pin_size",
 	[MRPIN_KEY_ACTION] = "action",
+	[MRPIN_KEY_STACK] = "stack",
+	[MRPIN_KEY_OVERSIZE] = "oversize",
+	[MRPIN_KEY_MR_TABLE_WARN] = "mr_table_warn",
+	[MRPIN_KEY_CALLSITES] = "callsites",
 };
 
-const char *const mrpin_limit_key_names[MRPIN_NR_LIMIT_KEYS] = {
+static const char *const mrpin_stack_actions[] = {
+	[MRPIN_STACK_ALLOW] = "allow",
+	[MRPIN_STACK_WARN] = "warn",
+	[MRPIN_STACK_DENY] = "deny",
+};
+
+const char *const mrpin_event_key_names[MRPIN_NR_EVENT_KEYS] = {
 	[MRPIN_MAX_PINNED] = "max_pinned",
 	[MRPIN_MAX_PINS] = "max_pins",
 	[MRPIN_MAX_PIN_SIZE] = "max_pin_size",
+	[MRPIN_EVENT_STACK] = "stack",
+	[MRPIN_EVENT_MR_TABLE] = "mr_table",
 };
 
 /**
@@ -230,6 +253,41 @@ static int mrpin_set_key(struct mrpin_limits *lim, int key, const char *val,
 		else
 			break;
 		return 0;
+	case MRPIN_KEY_STACK:
+		ret = match_string(mrpin_stack_actions,
+				   ARRAY_SIZE(mrpin_stack_actions), val);
+		if (ret < 0)
+			break;
+		lim->stack = ret;
+		return 0;
+	case MRPIN_KEY_OVERSIZE:
+		ret = mrpin_parse_bytes(val, &v);
+		if (ret)
+			break;
+		lim->oversize = v;
+		return 0;
+	case MRPIN_KEY_MR_TABLE_WARN:
+		ret = -EINVAL;
+		if (!len || val[len - 1] != '%')
+			break;
+		ret = mrpin_parse_u64(val, &end, &v);
+		if (ret || end != val + len - 1)
+			break;
+		if (v > 100) {
+			*why = "percentage above 100";
+			return -EINVAL;
+		}
+		lim->mr_table_pct = v;
+		return 0;
+	case MRPIN_KEY_CALLSITES:
+		ret = -EINVAL;
+		if (!strcmp(val, "on"))
+			lim->callsites = true;
+		else if (!strcmp(val, "off"))
+			lim->callsites = false;
+		else
+			break;
+		return 0;
 	default:
 		ret = -EINVAL;
 	}
@@ -271,8 +329,7 @@ static int mrpin_param_set(const char *val, const struct kernel_param *kp)
 		return -EINVAL;
 	strim(buf);
 	if (mrpin_set_key(&lim, param->key, buf, &why)) {
-		pr_err("mrpin: %s_%s=%s: %s\n", mrpin_scope_names[param->scope],
-		       mrpin_key_names[param->key], buf, why);
+		pr_err("mrpin: %s=%s: %s\n", kp->name, buf, why);
 		return -EINVAL;
 	}
 	strscpy(param->value, buf, sizeof(param->value));
@@ -309,6 +366,14 @@ MRPIN_PARAM(global_max_pin_size, GLOBAL, MRPIN_MAX_PIN_SIZE, "unlimited",
 	    "Largest single pin on the machine, in bytes (default unlimited)");
 MRPIN_PARAM(global_action, GLOBAL, MRPIN_KEY_ACTION, "enforce",
 	    "enforce (refuse) or warn (allow, log, count) for the global rule");
+MRPIN_PARAM(global_stack, GLOBAL, MRPIN_KEY_STACK, "warn",
+	    "allow, warn or deny the registration of stack memory (default warn)");
+MRPIN_PARAM(global_oversize, GLOBAL, MRPIN_KEY_OVERSIZE, "1G",
+	    "Flag pins of this many bytes or more as oversized (default 1G)");
+MRPIN_PARAM(global_mr_table_warn, GLOBAL, MRPIN_KEY_MR_TABLE_WARN, "80%",
+	    "Warn when a device's MR table is this full (default 80%)");
+MRPIN_PARAM(callsites, GLOBAL, MRPIN_KEY_CALLSITES, "off",
+	    "Record up to 8 user return addresses per pin: on or off (default off)");
 MRPIN_PARAM(process_max_pinned, PROCESS, MRPIN_MAX_PINNED, "unlimited",
 	    "Most bytes pinned by one process (default unlimited)");
 MRPIN_PARAM(process_max_pins, PROCESS, MRPIN_MAX_PINS, "unlimited",
@@ -323,6 +388,10 @@ static struct mrpin_param *const mrpin_params[] = {
 	&mrpin_param_global_max_pins,
 	&mrpin_param_global_max_pin_size,
 	&mrpin_param_global_action,
+	&mrpin_param_global_stack,
+	&mrpin_param_global_oversize,
+	&mrpin_param_global_mr_table_warn,
+	&mrpin_param_callsites,
 	&mrpin_param_process_max_pinned,
 	&mrpin_param_process_max_pins,
 	&mrpin_param_process_max_pin_size,
@@ -403,6 +472,17 @@ static struct mrpin_policy *mrpin_policy_dup(const struct mrpin_policy *old,
 	memcpy(policy->rules, old->rules,
 	       old->nr_rules * sizeof(*policy->rules));
 	return policy;
+}
+
+/**
+ * mrpin_policy_global() - the global rule of the current policy
+ *
+ * Context: under rcu_read_lock(), which keeps the returned limits.
+ * Return: the global rule's limits and settings.
+ */
+const struct mrpin_limits *mrpin_policy_global(void)
+{
+	return &rcu_dereference(mrpin_policy)->global;
 }
 
 /**
@@ -498,9 +578,12 @@ static int mrpin_parse_cgroup(const char *tok, struct mrpin_rule *rule,
 	return 0;
 }
 
-/* Apply the KEY=VALUE tokens to @lim; each key at most once. */
-static int mrpin_apply_keys(struct mrpin_limits *lim, char **toks, int n,
-			    const char **why)
+/*
+ * Apply the KEY=VALUE tokens to @lim; each key at most once, the global
+ * rule's own keys only on the global rule.
+ */
+static int mrpin_apply_keys(struct mrpin_limits *lim, bool global,
+			    char **toks, int n, const char **why)
 {
 	unsigned long seen = 0;
 	char *val;
@@ -520,6 +603,10 @@ static int mrpin_apply_keys(struct mrpin_limits *lim, char **toks, int n,
 		key = match_string(mrpin_key_names, MRPIN_NR_KEYS, toks[i]);
 		if (key < 0) {
 			*why = "unknown key";
+			return -EINVAL;
+		}
+		if (key >= MRPIN_KEY_GLOBAL_ONLY && !global) {
+			*why = "key only valid on the global rule";
 			return -EINVAL;
 		}
 		if (__test_and_set_bit(key, &seen)) {
@@ -556,7 +643,7 @@ static int mrpin_apply_line(struct mrpin_policy *policy, char *line,
 		mrpin_policy_defaults(policy);
 		return 0;
 	}
-	scope = match_string(mrpin_scope_names, MRPIN_NR_SCOPES, toks[0]);
+	scope = match_string(mrpin_scope_names, MRPIN_NR_RULE_SCOPES, toks[0]);
 	if (scope < 0) {
 		*why = "unknown scope";
 		return -EINVAL;
@@ -568,6 +655,7 @@ static int mrpin_apply_line(struct mrpin_policy *policy, char *line,
 		}
 		return mrpin_apply_keys(scope == MRPIN_SCOPE_GLOBAL ?
 					&policy->global : &policy->process,
+					scope == MRPIN_SCOPE_GLOBAL,
 					toks + 1, n - 1, why);
 	}
 
@@ -614,7 +702,7 @@ static int mrpin_apply_line(struct mrpin_policy *policy, char *line,
 		     mrpin_rule_cmp, NULL);
 		rule = mrpin_rule_find(policy, key.scope, key.id);
 	}
-	return mrpin_apply_keys(&rule->lim, toks + 2, n - 2, why);
+	return mrpin_apply_keys(&rule->lim, false, toks + 2, n - 2, why);
 }
 
 static void mrpin_limits_error(unsigned int line, const char *why)
@@ -729,7 +817,16 @@ static void mrpin_seq_limits(struct seq_file *m, const struct mrpin_limits *lim)
 		seq_printf(m, "%llu", lim->max[MRPIN_MAX_PINS]);
 	seq_puts(m, " max_pin_size=");
 	mrpin_seq_size(m, lim->max[MRPIN_MAX_PIN_SIZE]);
-	seq_printf(m, " action=%s\n", lim->warn ? "warn" : "enforce");
+	seq_printf(m, " action=%s", lim->warn ? "warn" : "enforce");
+}
+
+/* The global rule's own keys. */
+static void mrpin_seq_global(struct seq_file *m, const struct mrpin_limits *lim)
+{
+	seq_printf(m, " stack=%s oversize=", mrpin_stack_actions[lim->stack]);
+	mrpin_seq_size(m, lim->oversize);
+	seq_printf(m, " mr_table_warn=%u%% callsites=%s", lim->mr_table_pct,
+		   lim->callsites ? "on" : "off");
 }
 
 static int mrpin_rule_path_cmp(const void *a, const void *b)
@@ -756,8 +853,10 @@ static int mrpin_limits_show(struct seq_file *m, void *v)
 	seq_puts(m, "# mrpin limits: write this back to restore this policy\n");
 	seq_puts(m, "reset\nglobal");
 	mrpin_seq_limits(m, &policy->global);
-	seq_puts(m, "process");
+	mrpin_seq_global(m, &policy->global);
+	seq_puts(m, "\nprocess");
 	mrpin_seq_limits(m, &policy->process);
+	seq_putc(m, '\n');
 	for (i = 0; i < policy->nr_rules; i++) {
 		const struct mrpin_rule *rule = &policy->rules[i];
 
@@ -767,12 +866,14 @@ static int mrpin_limits_show(struct seq_file *m, void *v)
 		}
 		seq_printf(m, "uid %llu", rule->id);
 		mrpin_seq_limits(m, &rule->lim);
+		seq_putc(m, '\n');
 	}
 	sort(cgs, nr_cgs, sizeof(*cgs), mrpin_rule_path_cmp, NULL);
 	for (i = 0; i < nr_cgs; i++) {
 		seq_puts(m, "cgroup ");
 		seq_escape(m, cgs[i]->path, " \t\n\\#");
 		mrpin_seq_limits(m, &cgs[i]->lim);
+		seq_putc(m, '\n');
 	}
 	mutex_unlock(&mrpin_policy_lock);
 	kvfree(cgs);

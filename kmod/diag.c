@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Facts about each pin, for the classic registration mistakes.
+ *
+ * Registrations that fail are easy to find; the ones that hurt are those
+ * that work.  mrpin sees every pin from inside the kernel and records, once
+ * per pin:
+ *
+ *   stack	the range overlaps the main thread's stack (the VMA holding
+ *		mm->start_stack) or the VMA holding the calling thread's user
+ *		stack pointer (thread stacks are ordinary mappings).  Checked
+ *		before the pin: the global rule's stack=allow|warn|deny decides.
+ *   backing	how many of the pinned pages sit in 2 MiB pages (THP or
+ *		hugetlbfs) and 1 GiB pages, from the compound order of the
+ *		pages the kernel pinned; the rest are 4 KiB pages.
+ *   alignment	the largest power of two dividing the start, up to 1 GiB.
+ *   oversized	the pin's bytes are at or above the global oversize= mark.
+ *   call site	(when callsites=on) up to 8 user addresses: the syscall's
+ *		instruction pointer, then the words on the user stack that
+ *		point into executable file mappings: return addresses, found by
+ *		scanning, as no user unwinder runs in the kernel.
+ * and, when the pin goes:
+ *   lifetime	a log2 histogram per process (churn: registrations that
+ *		live microseconds want a registration cache);
+ *   cleanup	whether the kernel's cleanup released it (process exit, or
+ *		closing the device file) instead of a deregistration: a leak,
+ *		counted per program (comm, uid) in the `leaks` table.
+ * Per device, an event when live pins cross mr_table_warn= of max_mr.
+ *
+ * Locking: proc->lock for the per-process facts; mrpin_leaks_lock
+ * (spinlock) for the leaks table; the rest is atomic.
+ */
+#include <linux/cred.h>
+#include <linux/mm.h>
+#include <linux/mmap_lock.h>
+#include <linux/ptrace.h>
+#include <linux/scatterlist.h>
+#include <linux/seq_file.h>
+#include <linux/sizes.h>
+#include <linux/slab.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+#include <rdma/ib_umem.h>
+
+#include "compat.h"
+#include "mrpin.h"
+
+#define MRPIN_RATE_WINDOW_NS (10 * NSEC_PER_SEC)
+#define MRPIN_CALLSITE_SCAN 512	/* words of user stack scanned */
+#define MRPIN_LEAKS 64
+
+/**
+ * struct mrpin_leak - pins one program left to the kernel's cleanup
+ * @comm:	the program's command name
+ * @uid:	its user
+ * @count:	pins released by cleanup
+ * @bytes:	their bytes
+ * @last_ns:	CLOCK_REALTIME of the latest one
+ */
+struct mrpin_leak {
+	char comm[TASK_COMM_LEN];
+	kuid_t uid;
+	u64 count;
+	u64 bytes;
+	u64 last_ns;
+};
+
+static struct mrpin_leak mrpin_leaks[MRPIN_LEAKS];
+/* Protects mrpin_leaks. */
+static DEFINE_SPINLOCK(mrpin_leaks_lock);
+
+static bool mrpin_range_on_stack(unsigned long start, size_t length)
+{
+	unsigned long sp = user_stack_pointer(current_pt_regs());
+	unsigned long end = start + length;
+	struct mm_struct *mm = current->mm;
+	struct vm_area_struct *vma;
+	bool hit = false;
+
+	if (mmap_read_lock_killable(mm))
+		return false;
+	vma = vma_lookup(mm, mm->start_stack);
+	if (vma && start < vma->vm_end && end > vma->vm_start)
+		hit = true;
+	vma = vma_lookup(mm, sp);
+	if (vma && start < vma->vm_end && end > vma->vm_start)
+		hit = true;
+	mmap_read_unlock(mm);
+	return hit;
+}
+
+static struct mrpin_callsite *mrpin_callsite_save(void)
+{
+	struct pt_regs *regs = current_pt_regs();
+	unsigned long sp = user_stack_pointer(regs), word;
+	struct mm_struct *mm = current->mm;
+	struct mrpin_callsite *cs;
+	struct vm_area_struct *vma;
+	int i;
+
+	cs = kzalloc(sizeof(*cs), GFP_KERNEL);
+	if (!cs)
+		return NULL;
+	cs->ip[cs->depth++] = instruction_pointer(regs);
+	if (mmap_read_lock_killable(mm))
+		return cs;
+	for (i = 0; i < MRPIN_CALLSITE_SCAN && cs->depth < MRPIN_CALLSITE_DEPTH;
+	     i++, sp += sizeof(word)) {
+		/* No faults under mmap_lock: the stack's top is resident. */
+		if (copy_from_user_nofault(&word, (void __user *)sp,
+					   sizeof(word)))
+			break;
+		vma = vma_lookup(mm, word);
+		if (!vma || !(vma->vm_flags & VM_EXEC) || !vma->vm_file)
+			continue;
+		if (word != cs->ip[cs->depth - 1])
+			cs->ip[cs->depth++] = word;
+	}
+	mmap_read_unlock(mm);
+	return cs;
+}
+
+static void mrpin_report_diag(struct mrpin_pin *pin, enum mrpin_scope scope,
+			      const char *name, int key, u64 usage, u64 limit,
+			      bool warn)
+{
+	struct mrpin_violation v = {
+		.scope = scope,
+		.key = key,
+		.asked = mrpin_pin_bytes(pin->start, pin->length),
+		.usage = usage,
+		.limit = limit,
+		.warn = warn,
+	};
+
+	strscpy(v.path, name, sizeof(v.path));
+	if (warn)
+		atomic64_inc(&mrpin_stats.warnings_total);
+	mrpin_report(&v);
+}
+
+/**
+ * mrpin_diag_prepare() - the facts known before the pin, and the stack rule
+ * @pin: the pin being prepared (start, length, owner and device set)
+ *
+ * Context: process context (the registering task), may sleep.
+ * Return: 0, or -ENOMEM when the global rule denies stack memory.
+ */
+int mrpin_diag_prepare(struct mrpin_pin *pin)
+{
+	u64 bytes = mrpin_pin_bytes(pin->start, pin->length);
+	const struct mrpin_limits *global;
+	bool callsites;
+	u64 oversize;
+	u8 stack;
+
+	rcu_read_lock();
+	global = mrpin_policy_global();
+	stack = global->stack;
+	oversize = global->oversize;
+	callsites = global->callsites;
+	rcu_read_unlock();
+
+	pin->align_shift = __ffs(pin->start | SZ_1G);
+	if (bytes >= oversize)
+		pin->flags |= MRPIN_PIN_OVERSIZED;
+	if (mrpin_range_on_stack(pin->start, pin->length)) {
+		pin->flags |= MRPIN_PIN_STACK;
+		if (stack == MRPIN_STACK_DENY) {
+			spin_lock(&pin->proc->lock);
+			pin->proc->denials++;
+			spin_unlock(&pin->proc->lock);
+			atomic64_inc(&mrpin_stats.denials_total);
+			mrpin_report_diag(pin, MRPIN_SCOPE_GLOBAL, "",
+					  MRPIN_EVENT_STACK, 0, 0, false);
+			return -ENOMEM;
+		}
+		if (stack == MRPIN_STACK_WARN)
+			mrpin_report_diag(pin, MRPIN_SCOPE_GLOBAL, "",
+					  MRPIN_EVENT_STACK, 0, 0, true);
+	}
+	if (callsites)
+		pin->callsite = mrpin_callsite_save();
+	return 0;
+}
+
+/* Count the pinned pages that sit in 2 MiB and 1 GiB pages. */
+static void mrpin_count_backing(struct mrpin_pin *pin, struct ib_umem *umem)
+{
+	struct scatterlist *sg;
+	unsigned int i;
+
+	for_each_sgtable_sg(&umem->sgt_append.sgt, sg, i) {
+		unsigned long n = sg->length >> PAGE_SHIFT, j = 0, run;
+		struct page *page, *head;
+		unsigned int order;
+
+		while (j < n) {
+			page = nth_page(sg_page(sg), j);
+			head = compound_head(page);
+			order = compound_order(head);
+			/* The rest of this compound page, within the entry. */
+			run = min(n - j, (1UL << order) -
+				  (page_to_pfn(page) - page_to_pfn(head)));
+			if (order >= PUD_SHIFT - PAGE_SHIFT)
+				pin->pages_1g += run;
+			else if (order >= PMD_SHIFT - PAGE_SHIFT)
+				pin->pages_2m += run;
+			j += run;
+		}
+	}
+}
+
+/* An event when a device's MR table crosses the mark; re-armed below it. */
+static void mrpin_mr_table_check(struct mrpin_pin *pin)
+{
+	struct mrpin_dev *dev = pin->dev;
+	s64 pins = atomic64_read(&dev->usage.pins);
+	char name[IB_DEVICE_NAME_MAX];
+	u8 pct;
+	u64 mark;
+
+	rcu_read_lock();
+	pct = mrpin_policy_global()->mr_table_pct;
+	rcu_read_unlock();
+	if (!pct || dev->max_mr <= 0)
+		return;
+	mark = DIV_ROUND_UP((u64)dev->max_mr * pct, 100);
+	if (pins < mark) {
+		atomic_set(&dev->mr_table_warned, 0);
+		return;
+	}
+	if (atomic_xchg(&dev->mr_table_warned, 1))
+		return;
+	mrpin_dev_name(dev, name, sizeof(name));
+	mrpin_report_diag(pin, MRPIN_SCOPE_DEVICE, name, MRPIN_EVENT_MR_TABLE,
+			  pins, mark, true);
+}
+
+/**
+ * mrpin_diag_commit() - the facts known once the kernel made the pin
+ * @pin: the pin
+ * @umem: what ib_umem_get() returned
+ *
+ * Context: process context (the registering task).
+ */
+void mrpin_diag_commit(struct mrpin_pin *pin, struct ib_umem *umem)
+{
+	struct mrpin_proc *proc = pin->proc;
+	u64 now = ktime_get_ns();
+
+	mrpin_count_backing(pin, umem);
+
+	spin_lock(&proc->lock);
+	proc->bytes_2m += (u64)pin->pages_2m << PAGE_SHIFT;
+	proc->bytes_1g += (u64)pin->pages_1g << PAGE_SHIFT;
+	if (pin->flags & MRPIN_PIN_STACK)
+		proc->stack_pins++;
+	if (!proc->rate_start_ns)
+		proc->rate_start_ns = now;
+	if (now - proc->rate_start_ns >= MRPIN_RATE_WINDOW_NS) {
+		proc->rate = div64_u64(proc->rate_count * NSEC_PER_SEC,
+				       now - proc->rate_start_ns);
+		proc->rate_start_ns = now;
+		proc->rate_count = 0;
+	}
+	proc->rate_count++;
+	spin_unlock(&proc->lock);
+
+	atomic64_add((u64)pin->pages_2m << PAGE_SHIFT, &mrpin_stats.bytes_2m);
+	atomic64_add((u64)pin->pages_1g << PAGE_SHIFT, &mrpin_stats.bytes_1g);
+	if (pin->flags & MRPIN_PIN_STACK)
+		atomic64_inc(&mrpin_stats.stack_pins_total);
+	if (pin->flags & MRPIN_PIN_OVERSIZED)
+		atomic64_inc(&mrpin_stats.oversized_pins_total);
+	mrpin_mr_table_check(pin);
+}
+
+static void mrpin_leak_add(struct mrpin_proc *proc, u64 bytes)
+{
+	struct mrpin_leak *leak, *slot = NULL;
+	int i;
+
+	spin_lock(&mrpin_leaks_lock);
+	for (i = 0; i < MRPIN_LEAKS; i++) {
+		leak = &mrpin_leaks[i];
+		if (leak->count && uid_eq(leak->uid, proc->uid) &&
+		    !strcmp(leak->comm, proc->comm)) {
+			slot = leak;
+			break;
+		}
+		/* Else the free slot, or the one left longest ago. */
+		if (!slot || leak->last_ns < slot->last_ns)
+			slot = leak;
+	}
+	if (strcmp(slot->comm, proc->comm) || !uid_eq(slot->uid, proc->uid) ||
+	    !slot->count) {
+		memset(slot, 0, sizeof(*slot));
+		strscpy(slot->comm, proc->comm, sizeof(slot->comm));
+		slot->uid = proc->uid;
+	}
+	slot->count++;
+	slot->bytes += bytes;
+	slot->last_ns = ktime_get_real_ns();
+	spin_unlock(&mrpin_leaks_lock);
+}
+
+/**
+ * mrpin_diag_release() - the facts known when the pin goes
+ * @pin: the pin
+ * @cleanup: the kernel's cleanup released it (exit, close), not a
+ *	deregistration
+ *
+ * Context: process context (the releasing task, not always the owner).
+ */
+void mrpin_diag_release(struct mrpin_pin *pin, bool cleanup)
+{
+	u64 age_us = div_u64(ktime_get_ns() - pin->created_ns, NSEC_PER_USEC);
+	u64 bytes = mrpin_pin_bytes(pin->start, pin->length);
+	struct mrpin_proc *proc = pin->proc;
+	int bucket = age_us ? fls64(age_us) - 1 : 0;
+
+	bucket = min(bucket, MRPIN_LIFE_BUCKETS - 1);
+	spin_lock(&proc->lock);
+	proc->life_hist[bucket]++;
+	proc->bytes_2m -= (u64)pin->pages_2m << PAGE_SHIFT;
+	proc->bytes_1g -= (u64)pin->pages_1g << PAGE_SHIFT;
+	if (cleanup)
+		proc->cleanup_releases++;
+	spin_unlock(&proc->lock);
+
+	atomic64_sub((u64)pin->pages_2m << PAGE_SHIFT, &mrpin_stats.bytes_2m);
+	atomic64_sub((u64)pin->pages_1g << PAGE_SHIFT, &mrpin_stats.bytes_1g);
+	if (cleanup) {
+		atomic64_inc(&mrpin_stats.cleanup_releases_total);
+		mrpin_leak_add(proc, bytes);
+	}
+	if (atomic64_read(&pin->dev->usage.pins) == 0 ||
+	    atomic_read(&pin->dev->mr_table_warned))
+		mrpin_mr_table_check(pin);
+}
+
+/**
+ * mrpin_leaks_show() - the `leaks` table
+ * @m: the seq_file
+ *
+ * Context: process context.
+ */
+void mrpin_leaks_show(struct seq_file *m)
+{
+	struct mrpin_leak *leaks;
+	int i;
+
+	leaks = kmalloc(sizeof(mrpin_leaks), GFP_KERNEL);
+	seq_puts(m, "# comm uid count bytes last_time_ns\n");
+	if (!leaks)
+		return;
+	spin_lock(&mrpin_leaks_lock);
+	memcpy(leaks, mrpin_leaks, sizeof(mrpin_leaks));
+	spin_unlock(&mrpin_leaks_lock);
+	for (i = 0; i < MRPIN_LEAKS; i++) {
+		if (!leaks[i].count)
+			continue;
+		seq_escape(m, leaks[i].comm, " \t\n\\");
+		seq_printf(m, " %u %llu %llu %llu\n",
+			   from_kuid_munged(&init_user_ns, leaks[i].uid),
+			   leaks[i].count, leaks[i].bytes, leaks[i].last_ns);
+	}
+	kfree(leaks);
+}
