@@ -170,8 +170,9 @@ static int parse_key(char *tok, int i, struct rule *r, struct cfg_err *e)
 		return err_at(e, i, 0, "'%s' given twice", key_names[k]);
 	why = set_value(r, k, eq + 1);
 	if (why && *why)
-		return err_at(e, i, (size_t)(eq + 1 - tok), "%s: %s='%s'", why,
-			      key_names[k], eq + 1);
+		return err_at(e, i, (size_t)(eq + 1 - tok),
+			      "bad value '%s' for %s: %s", eq + 1, key_names[k],
+			      why);
 	if (why)
 		return err_at(e, i, (size_t)(eq + 1 - tok),
 			      "bad value '%s' for %s: expected %s", eq + 1,
@@ -497,6 +498,7 @@ static int rule_cmp(const void *a, const void *b)
 /* Apply one line to @p, as the module would; errors as the module's. */
 int policy_apply(struct policy *p, const struct rule *r, struct cfg_err *e)
 {
+	char what[CGROUP_PATH_MAX * 4 + 16];
 	struct rule *found = NULL;
 	size_t i;
 
@@ -513,10 +515,10 @@ int policy_apply(struct policy *p, const struct rule *r, struct cfg_err *e)
 		if (same_rule(&p->rules[i], r))
 			found = &p->rules[i];
 	if (r->op == OP_DELETE) {
-		if (!found && p->known)
-			return err_at(e, 1, 0, "no %s rule for %s to delete",
-				      scope_names[r->scope], r->scope == SC_UID ?
-				      "this user" : "this cgroup");
+		if (!found && p->known) {
+			rule_scope(r, what, sizeof(what));
+			return err_at(e, 1, 0, "no rule '%s' to delete", what);
+		}
 		if (found)
 			memmove(found, found + 1, (size_t)(p->rules + p->nrules -
 						 found - 1) * sizeof(*found));
@@ -561,7 +563,7 @@ static int tokenize(char *line, char **toks, size_t *cols, size_t *end)
 		toks[n] = p;
 		cols[n++] = (size_t)(p - line) + 1;
 		p += strcspn(p, " \t\r");
-		*end = (size_t)(p - line) + 2;
+		*end = (size_t)(p - line) + 1;
 		if (*p)
 			*p++ = '\0';
 	}
@@ -595,6 +597,15 @@ int policy_parse_text(struct policy *p, const char *src, char *text)
 	return 0;
 }
 
+static unsigned int count_lines(const char *s)
+{
+	unsigned int n = 1;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
 /* The module's current policy. */
 int policy_load(struct policy *p)
 {
@@ -607,8 +618,16 @@ int policy_load(struct policy *p)
 	if (ret)
 		return ret;
 	path = debugfs_path("limits");
-	ret = policy_parse_text(p, path, buf);
+	if (len && buf[len - 1] != '\n') {
+		pr_err("%s:%u: truncated line (no newline at the end)", path,
+		       count_lines(buf));
+		ret = EXIT_FAIL;
+	} else {
+		ret = policy_parse_text(p, path, buf);
+	}
 	p->known = !ret;
+	if (ret)
+		policy_free(p);
 	free(path);
 	free(buf);
 	return ret;
