@@ -213,7 +213,7 @@ example_files_are_commented_out_and_well_formed() {
 		grep -Eq "^#$rule" "$etc/mrpin.conf" || fail "no classic rule '$rule'" || return
 	done
 	params=$(modinfo -F parm kmod/mrpin.ko | cut -d: -f1)
-	echo "module parameters:" $params
+	echo "module parameters:" "$params"
 	for p in $(sed -n 's/^#options mrpin //p' "$etc/modprobe.d/mrpin.conf"); do
 		echo "$params" | grep -qx "${p%%=*}" || fail "no parameter ${p%%=*}" || return
 	done

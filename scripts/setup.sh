@@ -149,6 +149,7 @@ pkg)
 	# .debs, lintian to check them, systemd for systemd-analyze.
 	kver=$(resolve_kver)
 	need_pkgs make gcc kmod dkms debhelper dh-dkms dpkg-dev fakeroot lintian \
+		libncurses-dev pkg-config \
 		systemd "linux-headers-$kver"
 	;;
 *)
