@@ -25,6 +25,7 @@
 #include <linux/ktime.h>
 #include <linux/resource.h>
 #include <linux/seq_file.h>
+#include <linux/sched/clock.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 
@@ -112,7 +113,7 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 			    char *path, size_t path_len)
 {
 	u64 pins, bytes, peak, memlock, denials, b2m, b1g, stack, cleanup;
-	u64 regs, rate, now = ktime_get_ns();
+	u64 regs, rate, now = local_clock();
 	u32 hist[MRPIN_LIFE_BUCKETS];
 	struct cgroup *cgrp;
 	int i;
@@ -264,7 +265,7 @@ static int callsites_show(struct seq_file *m, void *v)
 {
 	struct mrpin_site *sites, *s, *g;
 	unsigned long id, n = 0, max = 0, i, j;
-	u64 now = ktime_get_ns(), bytes, oldest;
+	u64 now = local_clock(), bytes, oldest;
 	struct mrpin_pin *pin;
 	unsigned int k;
 
@@ -369,7 +370,7 @@ static int pins_show(struct seq_file *m, void *v)
 	huge = ((u64)pin->pages_2m + pin->pages_1g) << PAGE_SHIFT;
 	seq_printf(m, " %lu %zu %llu %s %llu %d %llu %llu %llu %lu %d\n",
 		   pin->start, pin->length, bytes, caller,
-		   div_u64(ktime_get_ns() - pin->created_ns, NSEC_PER_MSEC),
+		   div_u64(local_clock() - pin->created_ns, NSEC_PER_MSEC),
 		   !!(pin->flags & MRPIN_PIN_STACK), bytes - huge,
 		   (u64)pin->pages_2m << PAGE_SHIFT,
 		   (u64)pin->pages_1g << PAGE_SHIFT, 1UL << pin->align_shift,

@@ -34,8 +34,8 @@
  */
 #include <linux/cgroup.h>
 #include <linux/rhashtable.h>
+#include <linux/sched/clock.h>
 #include <linux/slab.h>
-#include <linux/timekeeping.h>
 #include <rdma/ib_umem.h>
 
 #include "compat.h"
@@ -185,7 +185,7 @@ void mrpin_pin_commit(struct mrpin_pin *pin, struct ib_umem *umem)
 	int ret;
 
 	pin->umem = umem;
-	pin->created_ns = ktime_get_ns();
+	pin->created_ns = local_clock();
 	ret = rhashtable_insert_fast(&mrpin_pins_by_umem, &pin->node,
 				     mrpin_pin_params);
 	if (ret) {
@@ -294,9 +294,10 @@ void mrpin_umem_release(struct ib_umem *umem)
 	ib_umem_release(umem);
 	if (pin) {
 		mrpin_diag_release(pin, cleanup);
-		trace_mrpin_unpin(pin->id, pin->proc->tgid,
-				  mrpin_pin_bytes(pin->start, pin->length),
-				  ktime_get_ns() - pin->created_ns);
+		if (trace_mrpin_unpin_enabled())
+			trace_mrpin_unpin(pin->id, pin->proc->tgid,
+					  mrpin_pin_bytes(pin->start, pin->length),
+					  local_clock() - pin->created_ns);
 		mrpin_pin_forget(pin, true);
 	}
 	mrpin_hook_leave();
