@@ -15,7 +15,7 @@
  *
  * Cost: `devices`, `procs`, `users`, `cgroups` and `stats` print from the per-device, per-process
  * and global counters and never walk the pins.  `pins` walks the live pins
- * in id order under RCU, one seq_file chunk at a time, so a reader of a
+ * in slot order under RCU, one seq_file chunk at a time, so a reader of a
  * large table never holds off registrations.
  */
 #include <linux/cgroup.h>
@@ -270,14 +270,14 @@ static int callsites_show(struct seq_file *m, void *v)
 	unsigned int k;
 
 	rcu_read_lock();
-	xa_for_each(&mrpin_pins_by_id, id, pin)
+	xa_for_each(&mrpin_pins, id, pin)
 		max += !!pin->callsite;
 	rcu_read_unlock();
 	sites = kvmalloc_array(max + 1, sizeof(*sites), GFP_KERNEL);
 	if (!sites)
 		return -ENOMEM;
 	rcu_read_lock();
-	xa_for_each(&mrpin_pins_by_id, id, pin) {
+	xa_for_each(&mrpin_pins, id, pin) {
 		if (!pin->callsite || n > max)
 			continue;
 		s = &sites[n++];
@@ -313,16 +313,16 @@ static int callsites_show(struct seq_file *m, void *v)
 DEFINE_SHOW_ATTRIBUTE(callsites);
 
 /*
- * `pins`: *pos is 0 for the header, then the id of the pin shown, so that a
+ * `pins`: *pos is 0 for the header, then the pin's slot + 1, so that a
  * restart at the same position (next chunk) finds the same pin again.
  */
 static void *mrpin_pins_find(loff_t *pos)
 {
-	unsigned long id = *pos;
+	unsigned long slot = *pos - 1;
 	struct mrpin_pin *pin;
 
-	pin = xa_find(&mrpin_pins_by_id, &id, ULONG_MAX, XA_PRESENT);
-	*pos = pin ? id : (loff_t)id + 1;
+	pin = xa_find(&mrpin_pins, &slot, ULONG_MAX, XA_PRESENT);
+	*pos = pin ? (loff_t)slot + 1 : *pos + 1;
 	return pin;
 }
 
@@ -337,7 +337,7 @@ static void *pins_start(struct seq_file *m, loff_t *pos)
 
 static void *pins_next(struct seq_file *m, void *v, loff_t *pos)
 {
-	*pos = v == SEQ_START_TOKEN ? 1 : ((struct mrpin_pin *)v)->id + 1;
+	*pos = v == SEQ_START_TOKEN ? 1 : ((struct mrpin_pin *)v)->slot + 2;
 	return mrpin_pins_find(pos);
 }
 

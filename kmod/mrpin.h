@@ -337,7 +337,8 @@ u64 mrpin_proc_vm_pinned_bytes(const struct mrpin_proc *proc);
  * struct mrpin_pin - one live pin (one ib_umem)
  * @node:	in the umem-keyed table (found again at release)
  * @umem:	the key; compared, never dereferenced
- * @id:		unique, increasing; the index in the id-keyed table
+ * @id:		unique, increasing
+ * @slot:	the pin's index in mrpin_pins
  * @proc:	the owner, with a reference
  * @dev:	the device, with a reference
  * @user:	the owning user, with a reference
@@ -360,6 +361,7 @@ struct mrpin_pin {
 	struct rhash_head node;
 	const struct ib_umem *umem;
 	u64 id;
+	u32 slot;
 	struct mrpin_proc *proc;
 	struct mrpin_dev *dev;
 	struct mrpin_user *user;
@@ -391,8 +393,8 @@ struct mrpin_callsite {
 	unsigned long ip[MRPIN_CALLSITE_DEPTH];
 };
 
-/* Live pins by id, for the `pins` view; RCU readers. */
-extern struct xarray mrpin_pins_by_id;
+/* Live pins by slot (a small, reused index), for the views; RCU readers. */
+extern struct xarray mrpin_pins;
 
 int mrpin_pin_init(void);
 void mrpin_pin_exit(void);
