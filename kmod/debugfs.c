@@ -15,7 +15,7 @@
  *
  * Cost: `devices`, `procs`, `users`, `cgroups` and `stats` print from the per-device, per-process
  * and global counters and never walk the pins.  `pins` walks the live pins
- * in id order under RCU, one seq_file chunk at a time, so a reader of a
+ * in slot order under RCU, one seq_file chunk at a time, so a reader of a
  * large table never holds off registrations.
  */
 #include <linux/cgroup.h>
@@ -25,6 +25,7 @@
 #include <linux/ktime.h>
 #include <linux/resource.h>
 #include <linux/seq_file.h>
+#include <linux/sched/clock.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 
@@ -112,7 +113,7 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 			    char *path, size_t path_len)
 {
 	u64 pins, bytes, peak, memlock, denials, b2m, b1g, stack, cleanup;
-	u64 regs, rate, now = ktime_get_ns();
+	u64 regs, rate, now = local_clock();
 	u32 hist[MRPIN_LIFE_BUCKETS];
 	struct cgroup *cgrp;
 	int i;
@@ -264,19 +265,19 @@ static int callsites_show(struct seq_file *m, void *v)
 {
 	struct mrpin_site *sites, *s, *g;
 	unsigned long id, n = 0, max = 0, i, j;
-	u64 now = ktime_get_ns(), bytes, oldest;
+	u64 now = local_clock(), bytes, oldest;
 	struct mrpin_pin *pin;
 	unsigned int k;
 
 	rcu_read_lock();
-	xa_for_each(&mrpin_pins_by_id, id, pin)
+	xa_for_each(&mrpin_pins, id, pin)
 		max += !!pin->callsite;
 	rcu_read_unlock();
 	sites = kvmalloc_array(max + 1, sizeof(*sites), GFP_KERNEL);
 	if (!sites)
 		return -ENOMEM;
 	rcu_read_lock();
-	xa_for_each(&mrpin_pins_by_id, id, pin) {
+	xa_for_each(&mrpin_pins, id, pin) {
 		if (!pin->callsite || n > max)
 			continue;
 		s = &sites[n++];
@@ -312,16 +313,16 @@ static int callsites_show(struct seq_file *m, void *v)
 DEFINE_SHOW_ATTRIBUTE(callsites);
 
 /*
- * `pins`: *pos is 0 for the header, then the id of the pin shown, so that a
+ * `pins`: *pos is 0 for the header, then the pin's slot + 1, so that a
  * restart at the same position (next chunk) finds the same pin again.
  */
 static void *mrpin_pins_find(loff_t *pos)
 {
-	unsigned long id = *pos;
+	unsigned long slot = *pos - 1;
 	struct mrpin_pin *pin;
 
-	pin = xa_find(&mrpin_pins_by_id, &id, ULONG_MAX, XA_PRESENT);
-	*pos = pin ? id : (loff_t)id + 1;
+	pin = xa_find(&mrpin_pins, &slot, ULONG_MAX, XA_PRESENT);
+	*pos = pin ? (loff_t)slot + 1 : *pos + 1;
 	return pin;
 }
 
@@ -336,7 +337,7 @@ static void *pins_start(struct seq_file *m, loff_t *pos)
 
 static void *pins_next(struct seq_file *m, void *v, loff_t *pos)
 {
-	*pos = v == SEQ_START_TOKEN ? 1 : ((struct mrpin_pin *)v)->id + 1;
+	*pos = v == SEQ_START_TOKEN ? 1 : ((struct mrpin_pin *)v)->slot + 2;
 	return mrpin_pins_find(pos);
 }
 
@@ -369,7 +370,7 @@ static int pins_show(struct seq_file *m, void *v)
 	huge = ((u64)pin->pages_2m + pin->pages_1g) << PAGE_SHIFT;
 	seq_printf(m, " %lu %zu %llu %s %llu %d %llu %llu %llu %lu %d\n",
 		   pin->start, pin->length, bytes, caller,
-		   div_u64(ktime_get_ns() - pin->created_ns, NSEC_PER_MSEC),
+		   div_u64(local_clock() - pin->created_ns, NSEC_PER_MSEC),
 		   !!(pin->flags & MRPIN_PIN_STACK), bytes - huge,
 		   (u64)pin->pages_2m << PAGE_SHIFT,
 		   (u64)pin->pages_1g << PAGE_SHIFT, 1UL << pin->align_shift,

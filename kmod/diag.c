@@ -37,6 +37,7 @@
 #include <linux/scatterlist.h>
 #include <linux/seq_file.h>
 #include <linux/sizes.h>
+#include <linux/sched/clock.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
@@ -247,7 +248,7 @@ static void mrpin_mr_table_check(struct mrpin_pin *pin)
 void mrpin_diag_commit(struct mrpin_pin *pin, struct ib_umem *umem)
 {
 	struct mrpin_proc *proc = pin->proc;
-	u64 now = ktime_get_ns();
+	u64 now = local_clock();
 
 	mrpin_count_backing(pin, umem);
 
@@ -315,7 +316,7 @@ static void mrpin_leak_add(struct mrpin_proc *proc, u64 bytes)
  */
 void mrpin_diag_release(struct mrpin_pin *pin, bool cleanup)
 {
-	u64 age_us = div_u64(ktime_get_ns() - pin->created_ns, NSEC_PER_USEC);
+	u64 age_us = div_u64(local_clock() - pin->created_ns, NSEC_PER_USEC);
 	u64 bytes = mrpin_pin_bytes(pin->start, pin->length);
 	struct mrpin_proc *proc = pin->proc;
 	int bucket = age_us ? fls64(age_us) - 1 : 0;

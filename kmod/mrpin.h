@@ -120,6 +120,7 @@ void mrpin_dev_name(struct mrpin_dev *dev, char *buf, size_t len);
  *		lifetimes of [2^i, 2^(i+1)) microseconds (the first below 2 us,
  *		the last everything longer)
  * @rate_start_ns: start of the current 10 s registration-rate window
+ *		(local_clock())
  * @rate_count:	registrations in the current window
  * @rate:	registrations per second over the last full window
  * @rcu:	frees the record after the last RCU reader
@@ -336,7 +337,8 @@ u64 mrpin_proc_vm_pinned_bytes(const struct mrpin_proc *proc);
  * struct mrpin_pin - one live pin (one ib_umem)
  * @node:	in the umem-keyed table (found again at release)
  * @umem:	the key; compared, never dereferenced
- * @id:		unique, increasing; the index in the id-keyed table
+ * @id:		unique, increasing
+ * @slot:	the pin's index in mrpin_pins
  * @proc:	the owner, with a reference
  * @dev:	the device, with a reference
  * @user:	the owning user, with a reference
@@ -344,7 +346,8 @@ u64 mrpin_proc_vm_pinned_bytes(const struct mrpin_proc *proc);
  * @start:	the user address asked for
  * @length:	the length asked for, in bytes
  * @caller:	return address into the kernel function that asked for it
- * @created_ns:	CLOCK_MONOTONIC time of the pin
+ * @created_ns:	local_clock() when the pin was made: cheap to read (no
+ *		clocksource access), good for ages and lifetimes
  * @pages_2m:	pages of the pin backed by 2 MiB pages (THP or hugetlbfs)
  * @pages_1g:	pages of the pin backed by 1 GiB pages
  * @align_shift: log2 of the start's alignment, at most 30 (1 GiB)
@@ -358,6 +361,7 @@ struct mrpin_pin {
 	struct rhash_head node;
 	const struct ib_umem *umem;
 	u64 id;
+	u32 slot;
 	struct mrpin_proc *proc;
 	struct mrpin_dev *dev;
 	struct mrpin_user *user;
@@ -389,8 +393,8 @@ struct mrpin_callsite {
 	unsigned long ip[MRPIN_CALLSITE_DEPTH];
 };
 
-/* Live pins by id, for the `pins` view; RCU readers. */
-extern struct xarray mrpin_pins_by_id;
+/* Live pins by slot (a small, reused index), for the views; RCU readers. */
+extern struct xarray mrpin_pins;
 
 int mrpin_pin_init(void);
 void mrpin_pin_exit(void);

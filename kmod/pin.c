@@ -23,9 +23,11 @@
  *
  * Storage: struct mrpin_pin comes from its own slab cache.  Live pins are
  * in two tables: an rhashtable keyed by the umem pointer (release finds its
- * record there) and an xarray keyed by the pin id (the `pins` view walks it
- * in id order, a chunk at a time, under RCU).  The id slot is reserved
- * before the pin, so publishing cannot fail for want of memory.  Records
+ * record there) and an allocating xarray, by slot (the views walk it a
+ * chunk at a time, under RCU).  Slots are small indexes reused as pins go,
+ * so the xarray stays shallow and dense whatever the pin churn; the pin's
+ * id, unique for the module's lifetime, is kept apart.  The slot is
+ * reserved before the pin, so publishing cannot fail for want of memory.  Records
  * are freed after an RCU grace period; the owner and device records they
  * point to are freed through RCU too, after the pin drops its references.
  *
@@ -34,8 +36,8 @@
  */
 #include <linux/cgroup.h>
 #include <linux/rhashtable.h>
+#include <linux/sched/clock.h>
 #include <linux/slab.h>
-#include <linux/timekeeping.h>
 #include <rdma/ib_umem.h>
 
 #include "compat.h"
@@ -46,7 +48,7 @@
 
 static struct kmem_cache *mrpin_pin_cache;
 static struct rhashtable mrpin_pins_by_umem;
-DEFINE_XARRAY(mrpin_pins_by_id);
+DEFINE_XARRAY_ALLOC(mrpin_pins);
 static atomic64_t mrpin_pin_last_id;
 
 static const struct rhashtable_params mrpin_pin_params = {
@@ -141,7 +143,7 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 		return ERR_PTR(ret);
 	}
 	pin->id = atomic64_inc_return(&mrpin_pin_last_id);
-	if (xa_reserve(&mrpin_pins_by_id, pin->id, GFP_KERNEL)) {
+	if (xa_alloc(&mrpin_pins, &pin->slot, NULL, xa_limit_32b, GFP_KERNEL)) {
 		cgroup_put(cgrp);
 		goto err_nomem;
 	}
@@ -149,7 +151,7 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 	ret = mrpin_try_charge(pin, mrpin_pin_bytes(addr, size), cgrp);
 	cgroup_put(cgrp);
 	if (ret) {
-		xa_release(&mrpin_pins_by_id, pin->id);
+		xa_release(&mrpin_pins, pin->slot);
 		mrpin_pin_free(pin);
 		return ERR_PTR(ret);
 	}
@@ -169,7 +171,7 @@ err_nomem:
 void mrpin_pin_abort(struct mrpin_pin *pin)
 {
 	mrpin_uncharge(pin, mrpin_pin_bytes(pin->start, pin->length), false);
-	xa_release(&mrpin_pins_by_id, pin->id);
+	xa_release(&mrpin_pins, pin->slot);
 	mrpin_pin_free(pin);
 }
 
@@ -185,7 +187,7 @@ void mrpin_pin_commit(struct mrpin_pin *pin, struct ib_umem *umem)
 	int ret;
 
 	pin->umem = umem;
-	pin->created_ns = ktime_get_ns();
+	pin->created_ns = local_clock();
 	ret = rhashtable_insert_fast(&mrpin_pins_by_umem, &pin->node,
 				     mrpin_pin_params);
 	if (ret) {
@@ -195,7 +197,7 @@ void mrpin_pin_commit(struct mrpin_pin *pin, struct ib_umem *umem)
 		mrpin_pin_abort(pin);
 		return;
 	}
-	xa_store(&mrpin_pins_by_id, pin->id, pin, GFP_KERNEL);
+	xa_store(&mrpin_pins, pin->slot, pin, GFP_KERNEL);
 	mrpin_commit(pin, mrpin_pin_bytes(pin->start, pin->length));
 	mrpin_diag_commit(pin, umem);
 
@@ -221,7 +223,7 @@ static struct mrpin_pin *mrpin_pin_take(struct ib_umem *umem)
 		pin = NULL;
 	rcu_read_unlock();
 	if (pin)
-		xa_erase(&mrpin_pins_by_id, pin->id);
+		xa_erase(&mrpin_pins, pin->slot);
 	return pin;
 }
 
@@ -294,9 +296,10 @@ void mrpin_umem_release(struct ib_umem *umem)
 	ib_umem_release(umem);
 	if (pin) {
 		mrpin_diag_release(pin, cleanup);
-		trace_mrpin_unpin(pin->id, pin->proc->tgid,
-				  mrpin_pin_bytes(pin->start, pin->length),
-				  ktime_get_ns() - pin->created_ns);
+		if (trace_mrpin_unpin_enabled())
+			trace_mrpin_unpin(pin->id, pin->proc->tgid,
+					  mrpin_pin_bytes(pin->start, pin->length),
+					  local_clock() - pin->created_ns);
 		mrpin_pin_forget(pin, true);
 	}
 	mrpin_hook_leave();
@@ -341,14 +344,14 @@ void mrpin_pin_exit(void)
 	struct mrpin_pin *pin;
 	unsigned long id;
 
-	xa_for_each(&mrpin_pins_by_id, id, pin) {
-		xa_erase(&mrpin_pins_by_id, id);
+	xa_for_each(&mrpin_pins, id, pin) {
+		xa_erase(&mrpin_pins, id);
 		rhashtable_remove_fast(&mrpin_pins_by_umem, &pin->node,
 				       mrpin_pin_params);
 		mrpin_pin_forget(pin, false);
 	}
 	rhashtable_destroy(&mrpin_pins_by_umem);
-	xa_destroy(&mrpin_pins_by_id);
+	xa_destroy(&mrpin_pins);
 	rcu_barrier();
 	kmem_cache_destroy(mrpin_pin_cache);
 }
