@@ -85,6 +85,8 @@ endif
 #                       depmod runs only on a DESTDIR that holds the kernel's
 #                       modules (never on the host's /lib/modules).  Files in
 #                       /etc that exist already are kept.
+#   make uninstall      remove what make install laid down (same variables),
+#                       but files in /etc that were edited
 #   make dkms-install   copy the module's source to /usr/src/mrpin-VERSION,
 #                       register it with dkms and build and install it for the
 #                       running kernel (DKMS_KERNELS="KVER..." for others);
@@ -119,7 +121,7 @@ DEB_DIR := $(CURDIR)/build/deb
 DEB_PATHS := Makefile Kbuild dkms.conf README.md kmod userspace packaging debian
 
 .PHONY: install install-module install-tools install-conf install-dkms-src \
-	dkms-install dkms-remove deb setup-pkg install-test
+	uninstall dkms-install dkms-remove deb setup-pkg install-test
 
 kmod/mrpin.ko:
 	$(MAKE) module
@@ -216,6 +218,29 @@ deb: setup-pkg
 	cd "$$src" && dpkg-buildpackage -us -uc -b >$(DEB_DIR)/build.log 2>&1 || \
 		{ tail -n 30 $(DEB_DIR)/build.log >&2; exit 1; }; \
 	ls $(DEB_DIR)/*.deb
+
+# What make install laid down; files in /etc only while they are as shipped.
+uninstall:
+	@set -e; for d in $(DESTDIR)/lib/modules/*/updates; do \
+		[ -f "$$d/mrpin.ko" ] || continue; \
+		echo "  RM      $$d/mrpin.ko"; rm -f "$$d/mrpin.ko"; \
+		rmdir "$$d" 2>/dev/null || true; \
+		kver=$$(basename "$$(dirname "$$d")"); \
+		if [ -z "$(DESTDIR)" ]; then $(DEPMOD) -a "$$kver"; \
+		elif [ -f "$(DESTDIR)/lib/modules/$$kver/modules.builtin" ]; then \
+			$(DEPMOD) -b "$(DESTDIR)" -a "$$kver"; fi; \
+	done
+	rm -f $(DESTDIR)$(SBINDIR)/mrpinctl $(DESTDIR)$(MANDIR)/man8/mrpinctl.8 \
+		$(DESTDIR)$(BASHCOMPDIR)/mrpinctl $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
+	@set -e; for f in $(ETC_FILES); do \
+		src=$(PKG)/$${f%%:*}; dst="$(DESTDIR)/etc/$${f#*:}"; \
+		if [ -e "$$dst" ] && ! cmp -s "$$src" "$$dst"; then \
+			echo "  KEEP    $$dst (edited)"; \
+		else \
+			rm -f "$$dst"; \
+		fi; \
+	done
+	-rmdir $(DESTDIR)/etc/mrpin.d 2>/dev/null
 
 install-test: all setup-pkg
 	@$(CURDIR)/scripts/install-test.sh

@@ -32,7 +32,7 @@ num=0
 passed=0
 failed=0
 skipped=0
-plan=16
+plan=17
 
 echo "TAP version 13"
 echo "1..$plan"
@@ -206,7 +206,7 @@ example_files_are_commented_out_and_well_formed() {
 	[ -z "$bad" ] || fail "not commented out: $bad" || return
 	grep -c '^#[a-z]' "$etc/mrpin.conf"
 	bad=$(sed -n 's/^#\([a-z]\)/\1/p' "$etc/mrpin.conf" | grep -Ev \
-		'^(global|process|uid [0-9]+|cgroup /[^ ]*)( (max_pinned|max_pins|max_pin_size|action|stack)=[^ ]+)+$')
+		'^(reset|(global|process|uid [0-9]+|cgroup /[^ ]*)( (max_pinned|max_pins|max_pin_size|action|stack)=[^ ]+)+)$')
 	[ -z "$bad" ] || fail "rules outside the grammar: $bad" || return
 	for rule in 'global max_pinned=50% action=warn' 'process max_pin_size=[0-9]+[KMGT]? action=warn' \
 		'global .*stack=warn'; do
@@ -224,6 +224,14 @@ make_install_keeps_an_edited_policy() {
 	echo 'global max_pinned=10%' >>"$dest/etc/mrpin.conf"
 	make --no-print-directory install DESTDIR="$dest" || return
 	tail -n1 "$dest/etc/mrpin.conf" | grep -qx 'global max_pinned=10%'
+}
+
+# make uninstall takes back all of it but the policy the operator edited.
+make_uninstall_keeps_only_the_edited_policy() {
+	local left
+	make --no-print-directory uninstall DESTDIR="$dest" || return
+	left=$(find "$dest" ! -type d -printf '%P\n')
+	[ "$left" = etc/mrpin.conf ] || fail "left: $left"
 }
 
 # --- dkms ------------------------------------------------------------------
@@ -406,6 +414,7 @@ check systemd_analyze_verify_accepts_the_units systemd_analyze_verify_accepts_th
 check example_files_are_commented_out_and_well_formed \
 	example_files_are_commented_out_and_well_formed
 check make_install_keeps_an_edited_policy make_install_keeps_an_edited_policy
+check make_uninstall_keeps_only_the_edited_policy make_uninstall_keeps_only_the_edited_policy
 check dkms_builds_mrpin_for_the_test_kernel dkms_builds_mrpin_for_the_test_kernel
 check dkms_skips_a_kernel_without_an_option_mrpin_needs \
 	dkms_skips_a_kernel_without_an_option_mrpin_needs
