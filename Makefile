@@ -103,7 +103,9 @@ SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 UNITDIR ?= $(PREFIX)/lib/systemd/system
-DEPMOD ?= depmod
+# /sbin may not be in a user's PATH (make install DESTDIR=... as a user).
+DEPMOD ?= $(firstword $(wildcard /sbin/depmod /usr/sbin/depmod) depmod)
+MODINFO ?= $(firstword $(wildcard /sbin/modinfo /usr/sbin/modinfo) modinfo)
 DKMS ?= dkms
 DKMS_SOURCE_TREE ?= /usr/src
 DKMS_FLAGS ?=
@@ -131,7 +133,7 @@ userspace/mrpinctl:
 install: install-module install-tools install-conf
 
 install-module: kmod/mrpin.ko
-	@set -e; kver=$$(modinfo -F vermagic kmod/mrpin.ko | cut -d' ' -f1); \
+	@set -e; kver=$$($(MODINFO) -F vermagic kmod/mrpin.ko | cut -d' ' -f1); \
 	dir="$(DESTDIR)/lib/modules/$$kver"; \
 	echo "  INSTALL $$dir/updates/mrpin.ko"; \
 	install -D -m 0644 kmod/mrpin.ko "$$dir/updates/mrpin.ko"; \

@@ -144,7 +144,7 @@ host_modules_before=$work/host-modules.before
 make_install_lays_out_exactly_the_expected_files() {
 	[ -n "$mkver" ] || fail "kmod/mrpin.ko is not built (run make)" || return
 	ls -la --time-style=full-iso "/lib/modules/$mkver" >"$host_modules_before" 2>&1
-	make --no-print-directory install DESTDIR="$dest" || return
+	make --no-print-directory install PREFIX=/usr/local DESTDIR="$dest" || return
 	diff -u <(expected_layout) <(layout "$dest")
 }
 
@@ -222,14 +222,14 @@ example_files_are_commented_out_and_well_formed() {
 
 make_install_keeps_an_edited_policy() {
 	echo 'global max_pinned=10%' >>"$dest/etc/mrpin.conf"
-	make --no-print-directory install DESTDIR="$dest" || return
+	make --no-print-directory install PREFIX=/usr/local DESTDIR="$dest" || return
 	tail -n1 "$dest/etc/mrpin.conf" | grep -qx 'global max_pinned=10%'
 }
 
 # make uninstall takes back all of it but the policy the operator edited.
 make_uninstall_keeps_only_the_edited_policy() {
 	local left
-	make --no-print-directory uninstall DESTDIR="$dest" || return
+	make --no-print-directory uninstall PREFIX=/usr/local DESTDIR="$dest" || return
 	left=$(find "$dest" ! -type d -printf '%P\n')
 	[ "$left" = etc/mrpin.conf ] || fail "left: $left"
 }

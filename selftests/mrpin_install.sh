@@ -75,7 +75,7 @@ unit_cmd() {
 }
 
 make_install() {
-	make --no-print-directory -C "$repo" install KVER="$kver" DESTDIR= \
+	make --no-print-directory -C "$repo" install KVER="$kver" PREFIX="$prefix" DESTDIR= \
 		>"$tmp/make.log" 2>&1 || { sed 's/^/# /' "$tmp/make.log"; return 1; }
 }
 start=$SECONDS
