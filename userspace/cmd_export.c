@@ -218,7 +218,7 @@ static void export_limit(FILE *f, const struct policy *p, int k,
 	family(f, name, "gauge", help);
 	for (i = 0; i < p->nrules + 2; i++) {
 		r = i == 0 ? &p->global : i == 1 ? &p->process : &p->rules[i - 2];
-		v = k == K_MAX_PINNED ? rule_max_pinned(r) : r->max[k];
+		v = k == K_MAX_PINNED ? rule_max_pinned(r) : r->val[k];
 		if (v == UNLIMITED)
 			continue;
 		snprintf(uid, sizeof(uid), "%u", r->uid);

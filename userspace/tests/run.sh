@@ -119,6 +119,8 @@ golden_tests() {
 	golden pin-future future pin
 	golden dev-future future dev
 	golden proc-old old proc
+	golden limit-future future limit
+	golden json-limit-future future -j limit
 	golden export basic export prometheus
 	golden export-per-process basic export prometheus --per-process
 	golden export-empty empty export prometheus
@@ -263,6 +265,16 @@ limit_write_tests() {
 		'[ $rc = 0 ] && [ "$(cat "$out/snap/limits")" = "uid 65534 delete" ]'
 	run "$out/snap" limit reset
 	check "limit reset" eval '[ $rc = 0 ] && [ "$(cat "$out/snap/limits")" = reset ]'
+	scratch future
+	run "$out/snap" limit set global stack=deny frobnicate=9 mr_table_warn=90%
+	check "limit set: the global keys, and a key learned from the module" eval \
+		'[ $rc = 0 ] && [ "$(cat "$out/snap/limits")" = "global stack=deny mr_table_warn=90% frobnicate=9" ]'
+	run "$out/snap" limit set process frobnicate=1 2>/dev/null
+	check "limit set: a learned key goes to the module to check" eval \
+		'[ $rc = 0 ] && [ "$(cat "$out/snap/limits")" = "process frobnicate=1" ]'
+	scratch basic
+	run "$out/snap" limit set global frobnicate=1
+	check "limit set: a key the module does not have" fails_with 2 "unknown key 'frobnicate'"
 }
 
 # --- broken tables: exit 1, naming file and line; never a crash ---

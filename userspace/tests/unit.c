@@ -241,8 +241,8 @@ static void test_policy(void)
 
 	policy_init(&p);
 	ok = !policy_parse_text(&p, "test", text) && p.nrules == 4 &&
-	     p.rules[0].uid == 2 && p.rules[1].uid == 5 && p.rules[1].warn &&
-	     p.rules[1].max[K_MAX_PINS] == 3 && !strcmp(p.rules[2].cgroup, "/a") &&
+	     p.rules[0].uid == 2 && p.rules[1].uid == 5 && p.rules[1].val[K_ACTION] == 1 &&
+	     p.rules[1].val[K_MAX_PINS] == 3 && !strcmp(p.rules[2].cgroup, "/a") &&
 	     p.global.is_pct && p.global.pct == 50;
 	CHECK("policy_applies_lines_in_order_and_sorts_rules", ok);
 	policy_free(&p);
