@@ -88,9 +88,10 @@ endif
 #   make uninstall      remove what make install laid down (same variables),
 #                       but files in /etc that were edited
 #   make dkms-install   copy the module's source to /usr/src/mrpin-VERSION,
-#                       register it with dkms and build and install it for the
-#                       running kernel (DKMS_KERNELS="KVER..." for others);
-#                       dkms rebuilds it on every kernel upgrade
+#                       register it with dkms and build and install it for
+#                       every kernel whose headers are installed
+#                       (DKMS_KERNELS="KVER..." for some); dkms rebuilds it on
+#                       every kernel upgrade
 #   make dkms-remove    unregister it from dkms and remove its source
 #   make deb            mrpin-dkms and mrpin-tools .debs in build/deb/
 #   make install-test   the packaging's host-side tests (needs root)
@@ -188,8 +189,20 @@ dkms-install:
 	$(MAKE) --no-print-directory dkms-remove
 	$(MAKE) --no-print-directory install-dkms-src DESTDIR=
 	$(DKMS) add $(DKMS_FLAGS) --sourcetree $(DKMS_SOURCE_TREE) mrpin/$(MRPIN_VERSION)
-	$(DKMS) install $(DKMS_FLAGS) --sourcetree $(DKMS_SOURCE_TREE) \
-		mrpin/$(MRPIN_VERSION) $(addprefix -k ,$(DKMS_KERNELS))
+	@set -e; kernels="$(DKMS_KERNELS)"; \
+	[ -n "$$kernels" ] || kernels=$$(for b in /lib/modules/*/build; do \
+		[ -d "$$b" ] && basename "$$(dirname "$$b")"; done); \
+	[ -n "$$kernels" ] || { echo "dkms-install: no kernel headers in /lib/modules/*/build" >&2; exit 1; }; \
+	for k in $$kernels; do \
+		echo "$(DKMS) install mrpin/$(MRPIN_VERSION) -k $$k"; \
+		rc=0; $(DKMS) install $(DKMS_FLAGS) --sourcetree $(DKMS_SOURCE_TREE) \
+			mrpin/$(MRPIN_VERSION) -k "$$k" || rc=$$?; \
+		case $$rc in \
+		0) ;; \
+		77) echo "dkms-install: $$k lacks an option mrpin needs: skipped" ;; \
+		*) exit $$rc ;; \
+		esac; \
+	done
 
 dkms-remove:
 	@set -e; \
