@@ -85,10 +85,13 @@ endif
 #                       depmod runs only on a DESTDIR that holds the kernel's
 #                       modules (never on the host's /lib/modules).  Files in
 #                       /etc that exist already are kept.
+#   make uninstall      remove what make install laid down (same variables),
+#                       but files in /etc that were edited
 #   make dkms-install   copy the module's source to /usr/src/mrpin-VERSION,
-#                       register it with dkms and build and install it for the
-#                       running kernel (DKMS_KERNELS="KVER..." for others);
-#                       dkms rebuilds it on every kernel upgrade
+#                       register it with dkms and build and install it for
+#                       every kernel whose headers are installed
+#                       (DKMS_KERNELS="KVER..." for some); dkms rebuilds it on
+#                       every kernel upgrade
 #   make dkms-remove    unregister it from dkms and remove its source
 #   make deb            mrpin-dkms and mrpin-tools .debs in build/deb/
 #   make install-test   the packaging's host-side tests (needs root)
@@ -101,7 +104,9 @@ SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 UNITDIR ?= $(PREFIX)/lib/systemd/system
-DEPMOD ?= depmod
+# /sbin may not be in a user's PATH (make install DESTDIR=... as a user).
+DEPMOD ?= $(firstword $(wildcard /sbin/depmod /usr/sbin/depmod) depmod)
+MODINFO ?= $(firstword $(wildcard /sbin/modinfo /usr/sbin/modinfo) modinfo)
 DKMS ?= dkms
 DKMS_SOURCE_TREE ?= /usr/src
 DKMS_FLAGS ?=
@@ -119,7 +124,7 @@ DEB_DIR := $(CURDIR)/build/deb
 DEB_PATHS := Makefile Kbuild dkms.conf README.md kmod userspace packaging debian
 
 .PHONY: install install-module install-tools install-conf install-dkms-src \
-	dkms-install dkms-remove deb setup-pkg install-test
+	uninstall dkms-install dkms-remove deb setup-pkg install-test
 
 kmod/mrpin.ko:
 	$(MAKE) module
@@ -129,7 +134,7 @@ userspace/mrpinctl:
 install: install-module install-tools install-conf
 
 install-module: kmod/mrpin.ko
-	@set -e; kver=$$(modinfo -F vermagic kmod/mrpin.ko | cut -d' ' -f1); \
+	@set -e; kver=$$($(MODINFO) -F vermagic kmod/mrpin.ko | cut -d' ' -f1); \
 	dir="$(DESTDIR)/lib/modules/$$kver"; \
 	echo "  INSTALL $$dir/updates/mrpin.ko"; \
 	install -D -m 0644 kmod/mrpin.ko "$$dir/updates/mrpin.ko"; \
@@ -184,8 +189,20 @@ dkms-install:
 	$(MAKE) --no-print-directory dkms-remove
 	$(MAKE) --no-print-directory install-dkms-src DESTDIR=
 	$(DKMS) add $(DKMS_FLAGS) --sourcetree $(DKMS_SOURCE_TREE) mrpin/$(MRPIN_VERSION)
-	$(DKMS) install $(DKMS_FLAGS) --sourcetree $(DKMS_SOURCE_TREE) \
-		mrpin/$(MRPIN_VERSION) $(addprefix -k ,$(DKMS_KERNELS))
+	@set -e; kernels="$(DKMS_KERNELS)"; \
+	[ -n "$$kernels" ] || kernels=$$(for b in /lib/modules/*/build; do \
+		[ -d "$$b" ] && basename "$$(dirname "$$b")"; done); \
+	[ -n "$$kernels" ] || { echo "dkms-install: no kernel headers in /lib/modules/*/build" >&2; exit 1; }; \
+	for k in $$kernels; do \
+		echo "$(DKMS) install mrpin/$(MRPIN_VERSION) -k $$k"; \
+		rc=0; $(DKMS) install $(DKMS_FLAGS) --sourcetree $(DKMS_SOURCE_TREE) \
+			mrpin/$(MRPIN_VERSION) -k "$$k" || rc=$$?; \
+		case $$rc in \
+		0) ;; \
+		77) echo "dkms-install: $$k lacks an option mrpin needs: skipped" ;; \
+		*) exit $$rc ;; \
+		esac; \
+	done
 
 dkms-remove:
 	@set -e; \
@@ -216,6 +233,29 @@ deb: setup-pkg
 	cd "$$src" && dpkg-buildpackage -us -uc -b >$(DEB_DIR)/build.log 2>&1 || \
 		{ tail -n 30 $(DEB_DIR)/build.log >&2; exit 1; }; \
 	ls $(DEB_DIR)/*.deb
+
+# What make install laid down; files in /etc only while they are as shipped.
+uninstall:
+	@set -e; for d in $(DESTDIR)/lib/modules/*/updates; do \
+		[ -f "$$d/mrpin.ko" ] || continue; \
+		echo "  RM      $$d/mrpin.ko"; rm -f "$$d/mrpin.ko"; \
+		rmdir "$$d" 2>/dev/null || true; \
+		kver=$$(basename "$$(dirname "$$d")"); \
+		if [ -z "$(DESTDIR)" ]; then $(DEPMOD) -a "$$kver"; \
+		elif [ -f "$(DESTDIR)/lib/modules/$$kver/modules.builtin" ]; then \
+			$(DEPMOD) -b "$(DESTDIR)" -a "$$kver"; fi; \
+	done
+	rm -f $(DESTDIR)$(SBINDIR)/mrpinctl $(DESTDIR)$(MANDIR)/man8/mrpinctl.8 \
+		$(DESTDIR)$(BASHCOMPDIR)/mrpinctl $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
+	@set -e; for f in $(ETC_FILES); do \
+		src=$(PKG)/$${f%%:*}; dst="$(DESTDIR)/etc/$${f#*:}"; \
+		if [ -e "$$dst" ] && ! cmp -s "$$src" "$$dst"; then \
+			echo "  KEEP    $$dst (edited)"; \
+		else \
+			rm -f "$$dst"; \
+		fi; \
+	done
+	-rmdir $(DESTDIR)/etc/mrpin.d 2>/dev/null
 
 install-test: all setup-pkg
 	@$(CURDIR)/scripts/install-test.sh

@@ -122,7 +122,11 @@ kver)
 build)
 	kver=$(resolve_kver)
 	pkgs=(make gcc libibverbs-dev libncurses-dev pkg-config python3)
-	if [ -z "${KDIR:-}" ] && [ ! -d "/lib/modules/$(uname -r)/build" ]; then
+	# The test kernel's headers, unless the build uses another tree (the
+	# running kernel's, or a KDIR of the caller's choosing).
+	kdir=${KDIR:-/lib/modules/$(uname -r)/build}
+	[ -d "$kdir" ] || kdir=/lib/modules/$kver/build
+	if [ "$kdir" = "/lib/modules/$kver/build" ] && [ ! -d "$kdir" ]; then
 		pkgs+=("linux-headers-$kver")
 	fi
 	need_pkgs "${pkgs[@]}"
@@ -149,6 +153,7 @@ pkg)
 	# .debs, lintian to check them, systemd for systemd-analyze.
 	kver=$(resolve_kver)
 	need_pkgs make gcc kmod dkms debhelper dh-dkms dpkg-dev fakeroot lintian \
+		libncurses-dev pkg-config \
 		systemd "linux-headers-$kver"
 	;;
 *)

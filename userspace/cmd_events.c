@@ -43,16 +43,16 @@ static const struct tbl_field event_fields[] = {
 #undef F
 
 static const struct column event_cols[] = {
-	{ .key = "seq", .title = "SEQ", .prio = 3, .width = 3 },
-	{ .key = "time_ns", .title = "TIME", .flags = COL_LEFT, .width = 19 },
+	{ .key = "seq", .title = "SEQ", .prio = 4, .width = 3 },
+	{ .key = "time_ns", .title = "TIME", .flags = COL_LEFT, .width = 15 },
 	{ .key = "action", .title = "ACTION", .flags = COL_LEFT, .width = 6 },
 	{ .key = "pid", .title = "PID", .width = 7 },
 	{ .key = "comm", .title = "COMM", .flags = COL_LEFT | COL_TRUNC, .width = 15 },
-	{ .key = "user", .title = "USER", .flags = COL_LEFT | COL_TRUNC, .prio = 2, .width = 8 },
+	{ .key = "user", .title = "USER", .flags = COL_LEFT | COL_TRUNC, .prio = 3, .width = 8 },
 	{ .key = "scope", .title = "SCOPE", .flags = COL_LEFT | COL_TRUNC_TAIL, .width = 12 },
 	{ .key = "key", .title = "KEY", .flags = COL_LEFT, .width = 12 },
 	{ .key = "asked", .title = "ASKED", .prio = 1, .width = 9 },
-	{ .key = "usage", .title = "USAGE", .width = 9 },
+	{ .key = "usage", .title = "USAGE", .prio = 2, .width = 9 },
 	{ .key = "limit", .title = "LIMIT", .width = 9 },
 };
 
@@ -82,20 +82,27 @@ static void print_event(const struct event *e)
 	out_item_end();
 }
 
-/* The reader of the stream: whole lines out of read() chunks. */
+/*
+ * The reader of the stream: whole lines out of read() chunks.  Without
+ * --follow, the events are kept (@keep) and printed once all are read
+ * and parsed, so that a broken stream prints nothing but the problem.
+ */
 struct reader {
 	int fd;
 	struct tbl_header h;
 	unsigned int lineno;
-	char buf[16384];
+	bool keep;
+	char *buf;
 	size_t len;
-	uint64_t lost;
+	size_t size;
+	struct event *events;	/* kept; lost: seq UINT64_MAX, asked N */
+	size_t nevents;
 };
 
-/* "# lost N": the reader fell behind the ring. */
-static void print_lost(struct reader *r, uint64_t n)
+#define LOST UINT64_MAX
+
+static void print_lost(uint64_t n)
 {
-	r->lost += n;
 	if (!opts.json) {
 		pr_err("%llu events were lost: the module keeps the last 1024",
 		       (unsigned long long)n);
@@ -106,30 +113,43 @@ static void print_lost(struct reader *r, uint64_t n)
 	out_item_end();
 }
 
+static void reader_event(struct reader *r, const struct event *e)
+{
+	if (!r->keep) {
+		if (e->seq == LOST)
+			print_lost(e->asked);
+		else
+			print_event(e);
+		return;
+	}
+	r->events = xrealloc(r->events, (r->nevents + 1) * sizeof(*e));
+	r->events[r->nevents++] = *e;
+}
+
 /* One line of the stream: the header first, then events. */
 static int reader_line(struct reader *r, char *line)
 {
 	struct event e;
-	uint64_t n;
 
+	memset(&e, 0, sizeof(e));
 	if (++r->lineno == 1)
 		return tbl_header_parse(&r->h, line, event_fields,
 					ARRAY_SIZE(event_fields));
-	if (!strncmp(line, "# lost ", 7) && parse_u64_all(line + 7, &n)) {
-		print_lost(r, n);
+	if (!strncmp(line, "# lost ", 7) && parse_u64_all(line + 7, &e.asked)) {
+		e.seq = LOST;
+		reader_event(r, &e);
 		return 0;
 	}
 	if (line[0] == '#' || !line[strspn(line, " \t")])
 		return 0;
-	memset(&e, 0, sizeof(e));
 	if (tbl_row_parse(&r->h, r->lineno, line, event_fields,
 			  ARRAY_SIZE(event_fields), &e))
 		return EXIT_FAIL;
-	print_event(&e);
+	reader_event(r, &e);
 	return 0;
 }
 
-/* Handle the whole lines in the buffer; keep the rest. */
+/* Handle the whole lines; keep the rest (following). */
 static int reader_lines(struct reader *r)
 {
 	char *start = r->buf, *nl;
@@ -140,12 +160,10 @@ static int reader_lines(struct reader *r)
 		ret = reader_line(r, start);
 		start = nl + 1;
 	}
+	if (r->keep)
+		return ret;
 	r->len -= (size_t)(start - r->buf);
 	memmove(r->buf, start, r->len);
-	if (!ret && r->len == sizeof(r->buf)) {
-		pr_err("%s:%u: line too long", r->h.path, r->lineno + 1);
-		ret = EXIT_FAIL;
-	}
 	return ret;
 }
 
@@ -164,16 +182,27 @@ static int reader_wait(struct reader *r, bool eof)
 	return 0;
 }
 
+/* Read what there is (without --follow: until EAGAIN or the end). */
 static int reader_run(struct reader *r, bool follow)
 {
 	ssize_t n;
 	int ret = 0;
 
 	while (!ret) {
-		n = read(r->fd, r->buf + r->len, sizeof(r->buf) - r->len);
+		if (r->len + 4096 > r->size) {
+			if (!r->keep && r->len >= 65536) {
+				pr_err("%s:%u: line too long", r->h.path,
+				       r->lineno + 1);
+				return EXIT_FAIL;
+			}
+			r->size = r->size ? r->size * 2 : 16384;
+			r->buf = xrealloc(r->buf, r->size + 1);
+		}
+		n = read(r->fd, r->buf + r->len, r->size - r->len);
 		if (n > 0) {
 			r->len += (size_t)n;
-			ret = reader_lines(r);
+			if (!r->keep)
+				ret = reader_lines(r);
 		} else if (n < 0 && errno == EINTR) {
 			continue;
 		} else if (n < 0 && errno != EAGAIN) {
@@ -184,6 +213,16 @@ static int reader_run(struct reader *r, bool follow)
 		} else {
 			ret = reader_wait(r, n == 0);
 		}
+	}
+	if (!ret && r->keep && r->len && r->buf[r->len - 1] != '\n') {
+		pr_err("%s: truncated (no newline at the end)", r->h.path);
+		ret = EXIT_FAIL;
+	}
+	if (!ret && r->keep)
+		ret = reader_lines(r);
+	if (!ret && !r->lineno) {
+		pr_err("%s: empty: expected a header line", r->h.path);
+		ret = EXIT_FAIL;
 	}
 	return ret;
 }
@@ -210,36 +249,42 @@ static int events_open(struct reader *r)
 	return EXIT_FAIL;
 }
 
+static void print_kept(const struct reader *r)
+{
+	size_t i;
+
+	out_list_begin(NULL, event_cols, ARRAY_SIZE(event_cols));
+	for (i = 0; i < r->nevents; i++) {
+		if (r->events[i].seq == LOST)
+			print_lost(r->events[i].asked);
+		else
+			print_event(&r->events[i]);
+	}
+	out_list_end();
+}
+
 static int events_show(int argc, char **argv)
 {
 	bool follow = opts.given & OPT_FOLLOW;
-	struct reader *r;
+	struct reader r = { .fd = -1, .keep = !follow };
 	int ret;
 
 	ret = options_only("events", OPT_FOLLOW);
 	if (!ret)
 		ret = kwargs_parse("events", NULL, 0, argc, argv);
+	if (!ret)
+		ret = events_open(&r);
 	if (ret)
 		return ret;
-	r = calloc(1, sizeof(*r));
-	if (!r || events_open(r)) {
-		free(r);
-		return EXIT_FAIL;
-	}
 	if (follow)
 		out_stream_begin(event_cols, ARRAY_SIZE(event_cols));
-	else
-		out_list_begin(NULL, event_cols, ARRAY_SIZE(event_cols));
-	ret = reader_run(r, follow);
-	if (!follow)
-		out_list_end();
-	if (!ret && !r->lineno) {
-		pr_err("%s: empty: expected a header line", r->h.path);
-		ret = EXIT_FAIL;
-	}
-	close(r->fd);
-	free((char *)r->h.path);
-	free(r);
+	ret = reader_run(&r, follow);
+	if (!ret && !follow)
+		print_kept(&r);
+	close(r.fd);
+	free((char *)r.h.path);
+	free(r.buf);
+	free(r.events);
 	return ret;
 }
 

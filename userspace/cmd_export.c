@@ -31,17 +31,27 @@ struct export {
 	struct policy policy;
 };
 
-/* A label value: backslash, double quote and newline escaped. */
-static void label_value(FILE *f, const char *s)
+/*
+ * A label value: backslash, double quote and newline escaped; a byte that
+ * is not UTF-8 (a comm may hold any) as U+FFFD, for the format is UTF-8.
+ */
+static void label_value(FILE *f, const char *str)
 {
+	const unsigned char *s = (const unsigned char *)str;
+	size_t n;
+
 	fputc('"', f);
-	for (; *s; s++) {
+	while (*s) {
+		n = utf8_len(s);
 		if (*s == '\\' || *s == '"')
 			fprintf(f, "\\%c", *s);
 		else if (*s == '\n')
 			fputs("\\n", f);
+		else if (!n)
+			fputs("\xef\xbf\xbd", f);
 		else
-			fputc(*s, f);
+			fwrite(s, 1, n, f);
+		s += n ? n : 1;
 	}
 	fputc('"', f);
 }
@@ -208,7 +218,7 @@ static void export_limit(FILE *f, const struct policy *p, int k,
 	family(f, name, "gauge", help);
 	for (i = 0; i < p->nrules + 2; i++) {
 		r = i == 0 ? &p->global : i == 1 ? &p->process : &p->rules[i - 2];
-		v = k == K_MAX_PINNED ? rule_max_pinned(r) : r->max[k];
+		v = k == K_MAX_PINNED ? rule_max_pinned(r) : r->val[k];
 		if (v == UNLIMITED)
 			continue;
 		snprintf(uid, sizeof(uid), "%u", r->uid);

@@ -21,6 +21,11 @@ static const struct column limit_cols[] = {
 	{ .key = "max_pins", .title = "MAX_PINS", .flags = COL_LEFT },
 	{ .key = "max_pin_size", .title = "MAX_PIN_SIZE", .flags = COL_LEFT },
 	{ .key = "action", .title = "ACTION", .flags = COL_LEFT },
+	{ .key = "stack", .title = "STACK", .flags = COL_LEFT },
+	{ .key = "oversize", .title = "OVERSIZE", .flags = COL_LEFT },
+	{ .key = "mr_table_warn", .title = "MR_TABLE_WARN", .flags = COL_LEFT },
+	{ .key = "callsites", .title = "CALLSITES", .flags = COL_LEFT },
+	{ .key = "extra", .title = "EXTRA", .flags = COL_LEFT },
 };
 
 static void print_rule(const struct rule *r)
@@ -31,6 +36,7 @@ static void print_rule(const struct rule *r)
 	print_rule_scope("rule", r);
 	for (k = 0; k < NR_KEYS; k++)
 		print_rule_key(r, k);
+	print_rule_extra("extra", r);
 	out_item_end();
 }
 
@@ -50,7 +56,7 @@ static int limit_show(int argc, char **argv)
 	out_caption("# mrpin limits (mrpinctl limit show): 'mrpinctl apply FILE' restores them");
 	out_caption("reset");
 	out_list_begin(NULL, limit_cols, ARRAY_SIZE(limit_cols));
-	out_list_no_header();
+	out_list_plain();
 	print_rule(&p.global);
 	print_rule(&p.process);
 	for (i = 0; i < p.nrules; i++)

@@ -56,15 +56,15 @@ static void print_global_limit(const struct status *s)
 	else if (g->is_pct)
 		snprintf(text, sizeof(text), "%s (%u%% of RAM), %s",
 			 fmt_bytes(bytes, sizeof(bytes), max), g->pct,
-			 g->warn ? "warn" : "enforce");
+			 g->val[K_ACTION] ? "warn" : "enforce");
 	else
 		snprintf(text, sizeof(text), "%s, %s",
 			 fmt_bytes(bytes, sizeof(bytes), max),
-			 g->warn ? "warn" : "enforce");
+			 g->val[K_ACTION] ? "warn" : "enforce");
 	print_num_text("global_max_pinned", max, text);
 	print_count_limit("global_max_pinned_percent",
 			  g->is_pct ? g->pct : UNLIMITED);
-	print_str("global_action", g->warn ? "warn" : "enforce");
+	print_str("global_action", g->val[K_ACTION] ? "warn" : "enforce");
 	if (max != UNLIMITED)
 		print_percent("global_limit_percent",
 			      percent(s->stats.pinned_bytes, max));

@@ -36,12 +36,48 @@ const char *const scope_names[NR_SCOPES] = {
 	[SC_CGROUP] = "cgroup",
 };
 
-const char *const key_names[NR_KEYS] = {
-	[K_MAX_PINNED] = "max_pinned",
-	[K_MAX_PINS] = "max_pins",
-	[K_MAX_PIN_SIZE] = "max_pin_size",
-	[K_ACTION] = "action",
+static const char *const actions[] = { "enforce", "warn", NULL };
+static const char *const stack_actions[] = { "allow", "warn", "deny", NULL };
+static const char *const on_off[] = { "off", "on", NULL };
+
+/* The keys; from K_GLOBAL_ONLY on, the global rule's own. */
+const struct key_desc keys[NR_KEYS] = {
+	[K_MAX_PINNED] = { "max_pinned", KT_BYTES_PCT, NULL,
+		"bytes with an optional K, M, G or T suffix, N% of RAM, or unlimited" },
+	[K_MAX_PINS] = { "max_pins", KT_COUNT, NULL,
+		"a number of pins or unlimited" },
+	[K_MAX_PIN_SIZE] = { "max_pin_size", KT_BYTES, NULL,
+		"bytes with an optional K, M, G or T suffix, or unlimited" },
+	[K_ACTION] = { "action", KT_WORD, actions, "enforce or warn" },
+	[K_STACK] = { "stack", KT_WORD, stack_actions, "allow, warn or deny" },
+	[K_OVERSIZE] = { "oversize", KT_BYTES, NULL,
+		"bytes with an optional K, M, G or T suffix, or unlimited" },
+	[K_MR_TABLE_WARN] = { "mr_table_warn", KT_PCT, NULL,
+		"a percentage, 0% to 100%" },
+	[K_CALLSITES] = { "callsites", KT_WORD, on_off, "on or off" },
 };
+
+/*
+ * Keys that a newer module has and this tool does not know, learned from
+ * the module's own `limits`: taken as they are, for the module to check.
+ */
+static char learned_keys[512] = " ";
+static bool learning;
+
+static bool key_learned(const char *key, size_t len)
+{
+	char word[80];
+
+	if (len + 3 > sizeof(word))
+		return false;
+	snprintf(word, sizeof(word), " %.*s ", (int)len, key);
+	if (strstr(learned_keys, word))
+		return true;
+	if (!learning || strlen(learned_keys) + len + 2 > sizeof(learned_keys))
+		return false;
+	strcat(learned_keys, word + 1);
+	return true;
+}
 
 static int err_at(struct cfg_err *e, int tok, size_t off, const char *fmt, ...)
 	PRINTF(4, 5);
@@ -100,82 +136,120 @@ static const char *parse_bytes(const char *s, uint64_t *v)
 	return NULL;
 }
 
-/* Set key @k of @r from @val; on error, a message (empty: bad value). */
-static const char *set_value(struct rule *r, int k, const char *val)
+/* A percentage: N%, 0 to 100. */
+static const char *parse_pct(const char *val, uint64_t *v)
 {
 	size_t len = strlen(val);
 	const char *end;
-	uint64_t v;
 
-	switch (k) {
-	case K_MAX_PINNED:
-		if (len && val[len - 1] == '%') {
-			if (!parse_u64(val, &end, &v))
-				return all_digits(val) ? "number too large" : "";
-			if (end != val + len - 1)
-				return "";
-			if (v > 100)
-				return "percentage above 100";
-			r->pct = (unsigned int)v;
-			r->is_pct = true;
-			r->max[k] = 0;
-			return NULL;
-		}
-		r->is_pct = false;
-		r->pct = 0;
-		/* fall through */
-	case K_MAX_PIN_SIZE:
-		return parse_bytes(val, &r->max[k]);
-	case K_MAX_PINS:
+	if (!len || val[len - 1] != '%')
+		return "";
+	if (!parse_u64(val, &end, v))
+		return all_digits(val) ? "number too large" : "";
+	if (end != val + len - 1)
+		return "";
+	return *v > 100 ? "percentage above 100" : NULL;
+}
+
+/* Set key @k of @r from @val; on error, a message (empty: bad value). */
+static const char *set_value(struct rule *r, int k, const char *val)
+{
+	const char *why;
+	uint64_t v = 0;
+	int i;
+
+	switch (keys[k].type) {
+	case KT_BYTES_PCT:
+		r->is_pct = strchr(val, '%') != NULL;
+		if (!r->is_pct)
+			return parse_bytes(val, &r->val[k]);
+		why = parse_pct(val, &v);
+		r->pct = (unsigned int)v;
+		r->val[k] = 0;
+		return why;
+	case KT_BYTES:
+		return parse_bytes(val, &r->val[k]);
+	case KT_PCT:
+		return parse_pct(val, &r->val[k]);
+	case KT_COUNT:
 		if (!strcmp(val, "unlimited")) {
-			r->max[k] = UNLIMITED;
+			r->val[k] = UNLIMITED;
 			return NULL;
 		}
-		if (!parse_u64_all(val, &r->max[k]))
+		if (!parse_u64_all(val, &r->val[k]))
 			return all_digits(val) ? "number too large" : "";
 		return NULL;
-	default:
-		if (!strcmp(val, "enforce") || !strcmp(val, "warn")) {
-			r->warn = !strcmp(val, "warn");
-			return NULL;
+	case KT_WORD:
+		for (i = 0; keys[k].words[i]; i++) {
+			if (!strcmp(val, keys[k].words[i])) {
+				r->val[k] = (uint64_t)i;
+				return NULL;
+			}
 		}
 		return "";
 	}
+	return "";
 }
 
-static const char *const expected_value[NR_KEYS] = {
-	[K_MAX_PINNED] = "bytes with an optional K, M, G or T suffix, N% of RAM, or unlimited",
-	[K_MAX_PINS] = "a number of pins or unlimited",
-	[K_MAX_PIN_SIZE] = "bytes with an optional K, M, G or T suffix, or unlimited",
-	[K_ACTION] = "enforce or warn",
-};
+/* A key learned from the module: " key=value" kept as it is. */
+static int extra_key(const char *tok, size_t klen, int i, struct rule *r,
+		     struct cfg_err *e)
+{
+	size_t len = strlen(r->extra);
+	char word[80];
+
+	snprintf(word, sizeof(word), " %.*s=", (int)klen, tok);
+	if (strstr(r->extra, word))
+		return err_at(e, i, 0, "'%.*s' given twice", (int)klen, tok);
+	if (len + strlen(tok) + 2 > sizeof(r->extra))
+		return err_at(e, i, 0, "too many keys");
+	snprintf(r->extra + len, sizeof(r->extra) - len, " %s", tok);
+	return 0;
+}
+
+static int find_key(const char *tok, size_t len)
+{
+	int k;
+
+	for (k = 0; k < NR_KEYS; k++)
+		if (strlen(keys[k].name) == len && !strncmp(keys[k].name, tok, len))
+			return k;
+	return -1;
+}
 
 /* Token @i, "KEY=VALUE", into @r. */
 static int parse_key(char *tok, int i, struct rule *r, struct cfg_err *e)
 {
 	char *eq = strchr(tok, '=');
 	const char *why;
+	size_t len;
 	int k;
 
 	if (!eq)
 		return err_at(e, i, 0,
 			      "expected KEY=VALUE, found '%s' (keys: max_pinned, max_pins, max_pin_size, action)",
 			      tok);
-	k = lookup(key_names, NR_KEYS, tok, (size_t)(eq - tok));
+	len = (size_t)(eq - tok);
+	k = find_key(tok, len);
+	if (k < 0 && len && key_learned(tok, len))
+		return extra_key(tok, len, i, r, e);
 	if (k < 0)
 		return err_at(e, i, 0,
-			      "unknown key '%.*s': expected max_pinned, max_pins, max_pin_size or action",
-			      (int)(eq - tok), tok);
+			      "unknown key '%.*s': expected max_pinned, max_pins, max_pin_size or action%s",
+			      (int)len, tok, r->scope != SC_GLOBAL ? "" :
+			      " (global also: stack, oversize, mr_table_warn, callsites)");
+	if (k >= K_GLOBAL_ONLY && r->scope != SC_GLOBAL)
+		return err_at(e, i, 0, "'%s' is a key of the global rule only",
+			      keys[k].name);
 	if (r->set & (1U << k))
-		return err_at(e, i, 0, "'%s' given twice", key_names[k]);
+		return err_at(e, i, 0, "'%s' given twice", keys[k].name);
 	why = set_value(r, k, eq + 1);
 	if (why && *why)
-		return err_at(e, i, (size_t)(eq + 1 - tok), "%s: %s='%s'", why,
-			      key_names[k], eq + 1);
+		return err_at(e, i, len + 1, "bad value '%s' for %s: %s", eq + 1,
+			      keys[k].name, why);
 	if (why)
-		return err_at(e, i, (size_t)(eq + 1 - tok),
-			      "bad value '%s' for %s: expected %s", eq + 1,
-			      key_names[k], expected_value[k]);
+		return err_at(e, i, len + 1, "bad value '%s' for %s: expected %s",
+			      eq + 1, keys[k].name, keys[k].expected);
 	r->set |= 1U << k;
 	return 0;
 }
@@ -378,14 +452,31 @@ static void fmt_size(uint64_t v, char *buf, size_t len)
 /* The value of key @k of @r, as the grammar writes it. */
 void rule_value(const struct rule *r, int k, char *buf, size_t len)
 {
-	if (k == K_ACTION)
-		snprintf(buf, len, "%s", r->warn ? "warn" : "enforce");
-	else if (k == K_MAX_PINNED && r->is_pct)
-		snprintf(buf, len, "%u%%", r->pct);
-	else if (k == K_MAX_PINS && r->max[k] != UNLIMITED)
-		snprintf(buf, len, "%llu", (unsigned long long)r->max[k]);
-	else
-		fmt_size(r->max[k], buf, len);
+	uint64_t v = r->val[k];
+
+	switch (keys[k].type) {
+	case KT_BYTES_PCT:
+		if (r->is_pct) {
+			snprintf(buf, len, "%u%%", r->pct);
+			return;
+		}
+		/* fall through */
+	case KT_BYTES:
+		fmt_size(v, buf, len);
+		return;
+	case KT_COUNT:
+		if (v == UNLIMITED)
+			snprintf(buf, len, "unlimited");
+		else
+			snprintf(buf, len, "%llu", (unsigned long long)v);
+		return;
+	case KT_PCT:
+		snprintf(buf, len, "%llu%%", (unsigned long long)v);
+		return;
+	case KT_WORD:
+		snprintf(buf, len, "%s", keys[k].words[v]);
+		return;
+	}
 }
 
 /* "uid 1000", "cgroup /a\040b", "global": the rule's scope and argument. */
@@ -421,8 +512,9 @@ int rule_format(const struct rule *r, char *buf, size_t len)
 			continue;
 		rule_value(r, k, val, sizeof(val));
 		n += (size_t)snprintf(buf + n, n < len ? len - n : 0, " %s=%s",
-				      key_names[k], val);
+				      keys[k].name, val);
 	}
+	n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s", r->extra);
 	return (int)n;
 }
 
@@ -431,7 +523,7 @@ uint64_t rule_max_pinned(const struct rule *r)
 	if (r->is_pct)
 		return ram_bytes() / 100 * r->pct +
 		       ram_bytes() % 100 * r->pct / 100;
-	return r->max[K_MAX_PINNED];
+	return r->val[K_MAX_PINNED];
 }
 
 /* --- the policy, to check a transaction against --- */
@@ -440,9 +532,9 @@ static void rule_unlimited(struct rule *r, enum scope s)
 {
 	memset(r, 0, sizeof(*r));
 	r->scope = s;
-	r->max[K_MAX_PINNED] = r->max[K_MAX_PINS] = UNLIMITED;
-	r->max[K_MAX_PIN_SIZE] = UNLIMITED;
-	r->set = (1U << NR_KEYS) - 1;
+	r->val[K_MAX_PINNED] = r->val[K_MAX_PINS] = UNLIMITED;
+	r->val[K_MAX_PIN_SIZE] = r->val[K_OVERSIZE] = UNLIMITED;
+	r->set = (1U << K_GLOBAL_ONLY) - 1;
 }
 
 void policy_init(struct policy *p)
@@ -469,17 +561,20 @@ static bool same_rule(const struct rule *a, const struct rule *b)
 
 static void merge(struct rule *dst, const struct rule *src)
 {
+	size_t len = strlen(dst->extra);
 	int k;
 
-	for (k = 0; k < K_ACTION; k++)
+	for (k = 0; k < NR_KEYS; k++)
 		if (src->set & (1U << k))
-			dst->max[k] = src->max[k];
+			dst->val[k] = src->val[k];
+	dst->set |= src->set;
 	if (src->set & (1U << K_MAX_PINNED)) {
 		dst->is_pct = src->is_pct;
 		dst->pct = src->pct;
 	}
-	if (src->set & (1U << K_ACTION))
-		dst->warn = src->warn;
+	/* Keys learned from the module: the latest given last. */
+	if (len + strlen(src->extra) < sizeof(dst->extra))
+		strcat(dst->extra + len, src->extra);
 }
 
 /* Uid rules by uid, then cgroup rules by path, as the module lists them. */
@@ -497,12 +592,12 @@ static int rule_cmp(const void *a, const void *b)
 /* Apply one line to @p, as the module would; errors as the module's. */
 int policy_apply(struct policy *p, const struct rule *r, struct cfg_err *e)
 {
+	char what[CGROUP_PATH_MAX * 4 + 16];
 	struct rule *found = NULL;
 	size_t i;
 
 	if (r->op == OP_RESET) {
 		policy_free(p);
-		p->global.set = p->process.set = (1U << NR_KEYS) - 1;
 		return 0;
 	}
 	if (r->scope == SC_GLOBAL || r->scope == SC_PROCESS) {
@@ -513,10 +608,10 @@ int policy_apply(struct policy *p, const struct rule *r, struct cfg_err *e)
 		if (same_rule(&p->rules[i], r))
 			found = &p->rules[i];
 	if (r->op == OP_DELETE) {
-		if (!found && p->known)
-			return err_at(e, 1, 0, "no %s rule for %s to delete",
-				      scope_names[r->scope], r->scope == SC_UID ?
-				      "this user" : "this cgroup");
+		if (!found && p->known) {
+			rule_scope(r, what, sizeof(what));
+			return err_at(e, 1, 0, "no rule '%s' to delete", what);
+		}
 		if (found)
 			memmove(found, found + 1, (size_t)(p->rules + p->nrules -
 						 found - 1) * sizeof(*found));
@@ -561,7 +656,7 @@ static int tokenize(char *line, char **toks, size_t *cols, size_t *end)
 		toks[n] = p;
 		cols[n++] = (size_t)(p - line) + 1;
 		p += strcspn(p, " \t\r");
-		*end = (size_t)(p - line) + 2;
+		*end = (size_t)(p - line) + 1;
 		if (*p)
 			*p++ = '\0';
 	}
@@ -575,24 +670,35 @@ int policy_parse_text(struct policy *p, const char *src, char *text)
 	unsigned int lineno = 0;
 	struct cfg_err e;
 	struct rule r;
-	int n;
+	int n, ret = 0;
 
-	while ((line = strsep(&pos, "\n"))) {
+	learning = true;
+	while (!ret && (line = strsep(&pos, "\n"))) {
 		lineno++;
 		n = tokenize(line, toks, cols, &end);
 		if (!n)
 			continue;
 		if (n > MAX_TOKENS) {
 			pr_err("%s:%u: too many words", src, lineno);
-			return EXIT_FAIL;
-		}
-		if (rule_parse(toks, n, &r, &e) || policy_apply(p, &r, &e)) {
+			ret = EXIT_FAIL;
+		} else if (rule_parse(toks, n, &r, &e) ||
+			   policy_apply(p, &r, &e)) {
 			pr_err("%s:%u:%zu: %s", src, lineno,
 			       e.tok < n ? cols[e.tok] + e.off : end, e.msg);
-			return EXIT_FAIL;
+			ret = EXIT_FAIL;
 		}
 	}
-	return 0;
+	learning = false;
+	return ret;
+}
+
+static unsigned int count_lines(const char *s)
+{
+	unsigned int n = 1;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
 }
 
 /* The module's current policy. */
@@ -607,8 +713,16 @@ int policy_load(struct policy *p)
 	if (ret)
 		return ret;
 	path = debugfs_path("limits");
-	ret = policy_parse_text(p, path, buf);
+	if (len && buf[len - 1] != '\n') {
+		pr_err("%s:%u: truncated line (no newline at the end)", path,
+		       count_lines(buf));
+		ret = EXIT_FAIL;
+	} else {
+		ret = policy_parse_text(p, path, buf);
+	}
 	p->known = !ret;
+	if (ret)
+		policy_free(p);
 	free(path);
 	free(buf);
 	return ret;

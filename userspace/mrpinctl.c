@@ -73,12 +73,15 @@ static void usage(FILE *f)
 	      f);
 }
 
+/* help [OBJECT]: the usage, or that object's help. */
 static int do_help(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	usage(stdout);
-	return EXIT_OK;
+	if (!argc) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	opts.help = true;
+	return cmd_select(objects, NULL, argc, argv, NULL);
 }
 
 /* --- dispatch --- */

@@ -283,7 +283,7 @@ void out_obj_inline(void);
 void out_obj_end(void);
 void out_list_begin(const char *key, const struct column *cols, size_t n);
 void out_stream_begin(const struct column *cols, size_t n);
-void out_list_no_header(void);
+void out_list_plain(void);
 void out_item_begin(void);
 void out_item_end(void);
 void out_list_end(void);
@@ -305,6 +305,7 @@ void print_num_text(const char *key, uint64_t v, const char *text);
 struct rule;
 void print_rule_scope(const char *key, const struct rule *r);
 void print_rule_key(const struct rule *r, int k);
+void print_rule_extra(const char *key, const struct rule *r);
 
 /* Lists that more than one command prints. */
 void print_procs(const char *key, struct table *t, size_t max);
@@ -313,7 +314,28 @@ void print_devs(const char *key, struct table *t);
 /* --- config.c --- */
 
 enum scope { SC_GLOBAL, SC_PROCESS, SC_UID, SC_CGROUP, NR_SCOPES };
-enum lkey { K_MAX_PINNED, K_MAX_PINS, K_MAX_PIN_SIZE, K_ACTION, NR_KEYS };
+enum lkey {
+	K_MAX_PINNED, K_MAX_PINS, K_MAX_PIN_SIZE, K_ACTION,
+	K_STACK, K_OVERSIZE, K_MR_TABLE_WARN, K_CALLSITES,	/* global only */
+	NR_KEYS,
+	K_GLOBAL_ONLY = K_STACK,
+};
+
+/* How a key's value is written. */
+enum ktype {
+	KT_BYTES_PCT,		/* bytes, N% of RAM or unlimited */
+	KT_BYTES,		/* bytes or unlimited */
+	KT_COUNT,		/* a number or unlimited */
+	KT_PCT,			/* N% */
+	KT_WORD,		/* one of words[]: the value is its index */
+};
+
+struct key_desc {
+	const char *name;
+	enum ktype type;
+	const char *const *words;
+	const char *expected;
+};
 enum rule_op { OP_RESET, OP_SET, OP_DELETE };
 
 #define CGROUP_PATH_MAX 256	/* the module's MRPIN_PATH_MAX */
@@ -321,7 +343,7 @@ enum rule_op { OP_RESET, OP_SET, OP_DELETE };
 #define LIMITS_WRITE_MAX 65536
 
 extern const char *const scope_names[NR_SCOPES];
-extern const char *const key_names[NR_KEYS];
+extern const struct key_desc keys[NR_KEYS];
 
 /* One rule, or one line of the grammar (@set: the keys it names). */
 struct rule {
@@ -330,10 +352,10 @@ struct rule {
 	uint32_t uid;
 	char cgroup[CGROUP_PATH_MAX];	/* unescaped */
 	unsigned int set;		/* 1 << K_* */
-	uint64_t max[K_ACTION];		/* UNLIMITED when unlimited */
+	uint64_t val[NR_KEYS];		/* UNLIMITED when unlimited */
 	unsigned int pct;		/* max_pinned as a percentage of RAM */
 	bool is_pct;
-	bool warn;
+	char extra[LIMITS_LINE_MAX];	/* " key=value" the module has */
 };
 
 /* The whole policy, as the module holds it. */

@@ -43,6 +43,7 @@ struct text_list {
 	size_t nrows;
 	size_t cap;
 	bool no_header;
+	bool plain;
 	bool stream;
 };
 
@@ -286,9 +287,11 @@ void out_list_begin(const char *key, const struct column *cols, size_t n)
 	push(LV_LIST, cols, n);
 }
 
-void out_list_no_header(void)
+/* Text: no titles, and nothing for a missing cell (a config file). */
+void out_list_plain(void)
 {
 	out.list.no_header = true;
+	out.list.plain = true;
 }
 
 /* Append "cell" padded to @w (right-aligned unless COL_LEFT or last). */
@@ -326,12 +329,16 @@ static void emit_row(const struct text_list *l, char **cells,
 	for (i = 0; i < l->ncols; i++) {
 		if (!show[i])
 			continue;
-		cell = cells ? (cells[i] ? cells[i] : "-") : l->cols[i].title;
+		cell = cells ? cells[i] : l->cols[i].title;
+		if (!cell)
+			cell = l->plain ? "" : "-";
 		cell = cut(cell, w[i], l->cols[i].flags & COL_TRUNC_TAIL, buf,
 			   sizeof(buf));
 		put_cell(&line, &len, cell, &l->cols[i], w[i], first, i == last);
 		first = false;
 	}
+	while (len && line[len - 1] == ' ')
+		line[--len] = '\0';
 	out_line(line);
 	free(line);
 }
@@ -782,26 +789,54 @@ void print_rule_scope(const char *key, const struct rule *r)
 }
 
 /*
- * Key @k of a rule: "max_pinned=50%" (the grammar) in text; in JSON the
- * number (bytes; null when unlimited), "max_pinned_percent" for N% of RAM.
+ * Key @k of a rule, when the rule has it: "max_pinned=50%" (the grammar)
+ * in text; in JSON the number (bytes; null when unlimited) or the word, and
+ * "max_pinned_percent" for N% of RAM.
  */
 void print_rule_key(const struct rule *r, int k)
 {
+	const char *name = keys[k].name;
 	char val[32], text[64];
 
+	if (!(r->set & (1U << k)))
+		return;
 	rule_value(r, k, val, sizeof(val));
 	if (!out.json) {
-		snprintf(text, sizeof(text), "%s=%s", key_names[k], val);
-		put_text(key_names[k], text);
-	} else if (k == K_ACTION) {
-		jw_str(key_names[k], val);
-	} else if (k == K_MAX_PINNED) {
-		print_num_text(key_names[k], rule_max_pinned(r), val);
-		if (r->is_pct)
-			jw_u64("max_pinned_percent", r->pct);
-		else
-			jw_null("max_pinned_percent");
-	} else {
-		print_num_text(key_names[k], r->max[k], val);
+		snprintf(text, sizeof(text), "%s=%s", name, val);
+		put_text(name, text);
+		return;
 	}
+	switch (keys[k].type) {
+	case KT_BYTES_PCT:
+		print_num_text(name, rule_max_pinned(r), val);
+		print_count_limit("max_pinned_percent",
+				  r->is_pct ? r->pct : UNLIMITED);
+		break;
+	case KT_WORD:
+		jw_str(name, val);
+		break;
+	default:
+		print_num_text(name, r->val[k], val);
+	}
+}
+
+/* The keys of a rule this tool does not know: "key=value" as they are. */
+void print_rule_extra(const char *key, const struct rule *r)
+{
+	char *copy, *tok, *pos, *eq;
+
+	if (!out.json) {
+		if (*r->extra)
+			put_text(key, r->extra + 1);
+		return;
+	}
+	pos = copy = xstrdup(r->extra);
+	while ((tok = strsep(&pos, " "))) {
+		eq = strchr(tok, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		jw_str(tok, eq + 1);
+	}
+	free(copy);
 }

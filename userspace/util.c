@@ -111,14 +111,14 @@ const char *fmt_ms(char *buf, size_t len, uint64_t ms)
 	return buf;
 }
 
-/* CLOCK_REALTIME nanoseconds as local time, to the second. */
+/* CLOCK_REALTIME nanoseconds as local time, to the second: Nov 30 02:39:09. */
 const char *fmt_time_ns(char *buf, size_t len, uint64_t ns)
 {
 	time_t t = (time_t)(ns / 1000000000ULL);
 	struct tm tm;
 
 	if (!localtime_r(&t, &tm) ||
-	    !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+	    !strftime(buf, len, "%b %d %H:%M:%S", &tm))
 		snprintf(buf, len, "%llu", (unsigned long long)ns);
 	return buf;
 }

@@ -1,0 +1,431 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The packaging's tests on the host (`make install-test`): make install into
+# a DESTDIR, the systemd units, the example files in /etc, dkms against the
+# test kernel's headers, make deb and lintian, and the .debs installed into
+# this machine with dpkg and purged again without a trace.  KTAP on stdout,
+# a last line "N passed, N failed"; exits 0 only when nothing failed.
+#
+# Needs a built tree (`make`), the packages of `scripts/setup.sh pkg`, and
+# root for the dkms and dpkg tests.  Loads no module: dkms builds and
+# installs either into a private tree or, from the package's postinst, into
+# /lib/modules of the kernels whose headers are installed, which loads
+# nothing.  Each test's output is kept in build/install-test/NAME.log.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+cd "$repo" || exit 1
+KVER=${KVER:-$("$here/setup.sh" kver)}
+export KVER
+logs=$repo/build/install-test
+rm -rf "$logs"
+mkdir -p "$logs"
+work=$(mktemp -d /tmp/mrpin-install-test.XXXXXX)
+version=$(sed -n 's/^#define MRPIN_VERSION "\(.*\)"/\1/p' kmod/version.h)
+# The kernel kmod/mrpin.ko was built for: where `make install` puts it.
+mkver=$(modinfo -F vermagic kmod/mrpin.ko 2>/dev/null | cut -d' ' -f1)
+installed_debs=0
+
+num=0
+passed=0
+failed=0
+skipped=0
+plan=17
+
+echo "TAP version 13"
+echo "1..$plan"
+
+diag() { echo "# $*"; }
+
+# check NAME FUNCTION: one test point; the function's output goes to the log,
+# whose tail is shown when it fails.
+check() {
+	local name=$1 start rc
+	shift
+	num=$((num + 1))
+	start=$(date +%s)
+	"$@" >"$logs/$name.log" 2>&1
+	rc=$?
+	if [ "$rc" = 0 ]; then
+		passed=$((passed + 1))
+		echo "ok $num $name"
+	elif [ "$rc" = 4 ]; then
+		skipped=$((skipped + 1))
+		echo "ok $num $name # SKIP $(tail -n1 "$logs/$name.log")"
+	else
+		failed=$((failed + 1))
+		echo "not ok $num $name"
+		tail -n 25 "$logs/$name.log" | sed 's/^/#   /'
+	fi
+	diag "$name: $(($(date +%s) - start))s"
+}
+
+skip() {
+	echo "$*"
+	return 4
+}
+
+fail() {
+	echo "FAIL: $*"
+	return 1
+}
+
+need_root() {
+	[ "$(id -u)" = 0 ]
+}
+
+cleanup() {
+	# A failed run leaves nothing installed either.
+	if [ "$installed_debs" = 1 ]; then
+		dpkg --purge mrpin-tools mrpin-dkms >/dev/null 2>&1
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# --- versions --------------------------------------------------------------
+
+versions_agree() {
+	local dkms deb
+	dkms=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
+	deb=$(dpkg-parsechangelog -S Version)
+	echo "version.h $version, dkms.conf $dkms, debian/changelog $deb"
+	[ -n "$version" ] && [ "$dkms" = "$version" ] && [ "$deb" = "$version" ]
+}
+
+# --- make install ----------------------------------------------------------
+
+# Files with their modes, and directories.
+layout() {
+	find "$1" -mindepth 1 \( -type d -printf 'd %P\n' \) -o -printf '%y %m %P\n' | sort
+}
+
+expected_layout() {
+	sort <<EOF
+d etc
+d etc/default
+f 644 etc/default/mrpin-export
+d etc/modprobe.d
+f 644 etc/modprobe.d/mrpin.conf
+d etc/modules-load.d
+f 644 etc/modules-load.d/mrpin.conf
+f 644 etc/mrpin.conf
+d etc/mrpin.d
+d lib
+d lib/modules
+d lib/modules/$mkver
+d lib/modules/$mkver/updates
+f 644 lib/modules/$mkver/updates/mrpin.ko
+d usr
+d usr/local
+d usr/local/lib
+d usr/local/lib/systemd
+d usr/local/lib/systemd/system
+f 644 usr/local/lib/systemd/system/mrpin-export.service
+f 644 usr/local/lib/systemd/system/mrpin-export.timer
+f 644 usr/local/lib/systemd/system/mrpin.service
+d usr/local/sbin
+f 755 usr/local/sbin/mrpinctl
+d usr/local/share
+d usr/local/share/bash-completion
+d usr/local/share/bash-completion/completions
+f 644 usr/local/share/bash-completion/completions/mrpinctl
+d usr/local/share/man
+d usr/local/share/man/man8
+f 644 usr/local/share/man/man8/mrpinctl.8
+EOF
+}
+
+dest=$work/dest
+host_modules_before=$work/host-modules.before
+
+make_install_lays_out_exactly_the_expected_files() {
+	[ -n "$mkver" ] || fail "kmod/mrpin.ko is not built (run make)" || return
+	ls -la --time-style=full-iso "/lib/modules/$mkver" >"$host_modules_before" 2>&1
+	make --no-print-directory install PREFIX=/usr/local DESTDIR="$dest" || return
+	diff -u <(expected_layout) <(layout "$dest")
+}
+
+make_install_into_a_bare_destdir_runs_no_depmod_and_leaves_the_host_alone() {
+	[ ! -e "$dest/lib/modules/$mkver/modules.dep" ] ||
+		fail "depmod ran in $dest" || return
+	diff -u "$host_modules_before" \
+		<(ls -la --time-style=full-iso "/lib/modules/$mkver" 2>&1)
+}
+
+make_install_runs_depmod_in_a_destdir_that_holds_the_kernel() {
+	local root=$work/root
+	mkdir -p "$root/lib/modules/$mkver"
+	: >"$root/lib/modules/$mkver/modules.builtin"
+	: >"$root/lib/modules/$mkver/modules.order"
+	make --no-print-directory install-module DESTDIR="$root" || return
+	cat "$root/lib/modules/$mkver/modules.dep"
+	grep -q '^updates/mrpin.ko:' "$root/lib/modules/$mkver/modules.dep"
+}
+
+units_run_the_installed_mrpinctl() {
+	local usr=$work/usr u
+	make --no-print-directory install-conf DESTDIR="$usr" PREFIX=/usr >/dev/null || return
+	for u in "$dest/usr/local/lib/systemd/system/mrpin.service:/usr/local/sbin" \
+		"$usr/usr/lib/systemd/system/mrpin.service:/usr/sbin" \
+		"$usr/usr/lib/systemd/system/mrpin-export.service:/usr/sbin"; do
+		grep -H '^Exec' "${u%%:*}"
+		grep '^Exec' "${u%%:*}" | grep -v "=${u#*:}/mrpinctl " && return 1
+	done
+	return 0
+}
+
+# systemd-analyze verify, offline: on copies of the installed units whose
+# ExecStart names the mrpinctl in DESTDIR (it checks that the program
+# exists).  It must accept them without a word (unknown keys are only
+# warnings).  man: pages are checked by lintian, not here.
+systemd_analyze_verify_accepts_the_units() {
+	local units=$work/units u out
+	command -v systemd-analyze >/dev/null || fail "systemd-analyze missing" || return
+	mkdir -p "$units"
+	for u in mrpin.service mrpin-export.service mrpin-export.timer; do
+		sed "s|/usr/local/sbin/mrpinctl|$dest/usr/local/sbin/mrpinctl|g" \
+			"$dest/usr/local/lib/systemd/system/$u" >"$units/$u"
+	done
+	out=$(cd "$units" && systemd-analyze verify --man=no \
+		mrpin.service mrpin-export.service mrpin-export.timer 2>&1) ||
+		{ echo "$out"; return 1; }
+	echo "$out"
+	[ -z "$out" ]
+}
+
+# Everything in the shipped /etc files is commented out; the rules in them
+# follow the limits grammar, and the modprobe.d example names only
+# parameters the module has.  (The VM test feeds them to the module.)
+example_files_are_commented_out_and_well_formed() {
+	local etc=$dest/etc bad params p
+	bad=$(grep -Hnv '^\(#.*\)\?$' "$etc/mrpin.conf" "$etc/modprobe.d/mrpin.conf" \
+		"$etc/modules-load.d/mrpin.conf" "$etc/default/mrpin-export")
+	[ -z "$bad" ] || fail "not commented out: $bad" || return
+	grep -c '^#[a-z]' "$etc/mrpin.conf"
+	bad=$(sed -n 's/^#\([a-z]\)/\1/p' "$etc/mrpin.conf" | grep -Ev \
+		'^(reset|(global|process|uid [0-9]+|cgroup /[^ ]*)( (max_pinned|max_pins|max_pin_size|action|stack)=[^ ]+)+)$')
+	[ -z "$bad" ] || fail "rules outside the grammar: $bad" || return
+	for rule in 'global max_pinned=50% action=warn' 'process max_pin_size=[0-9]+[KMGT]? action=warn' \
+		'global .*stack=warn'; do
+		grep -Eq "^#$rule" "$etc/mrpin.conf" || fail "no classic rule '$rule'" || return
+	done
+	params=$(modinfo -F parm kmod/mrpin.ko | cut -d: -f1)
+	echo "module parameters:" "$params"
+	for p in $(sed -n 's/^#options mrpin //p' "$etc/modprobe.d/mrpin.conf"); do
+		echo "$params" | grep -qx "${p%%=*}" || fail "no parameter ${p%%=*}" || return
+	done
+	grep -qx '#mrpin' "$etc/modules-load.d/mrpin.conf"
+}
+
+make_install_keeps_an_edited_policy() {
+	echo 'global max_pinned=10%' >>"$dest/etc/mrpin.conf"
+	make --no-print-directory install PREFIX=/usr/local DESTDIR="$dest" || return
+	tail -n1 "$dest/etc/mrpin.conf" | grep -qx 'global max_pinned=10%'
+}
+
+# make uninstall takes back all of it but the policy the operator edited.
+make_uninstall_keeps_only_the_edited_policy() {
+	local left
+	make --no-print-directory uninstall PREFIX=/usr/local DESTDIR="$dest" || return
+	left=$(find "$dest" ! -type d -printf '%P\n')
+	[ "$left" = etc/mrpin.conf ] || fail "left: $left"
+}
+
+# --- dkms ------------------------------------------------------------------
+
+dk=$work/dkms
+dkms_vars() {
+	printf '%s\n' "KVER=$KVER" "DKMS_KERNELS=$KVER" "DKMS_SOURCE_TREE=$dk/src" \
+		"DKMS_FLAGS=--dkmstree $dk/tree --installtree $dk/modules --no-depmod"
+}
+
+# make dkms-install with dkms's trees in a temporary folder: dkms builds and
+# signs mrpin.ko against /lib/modules/$KVER/build and installs it into the
+# private tree.
+dkms_builds_mrpin_for_the_test_kernel() {
+	local vars ko=$dk/modules/$KVER/updates/dkms/mrpin.ko
+	need_root || skip "needs root" || return
+	[ -d "/lib/modules/$KVER/build" ] ||
+		fail "no headers for $KVER (scripts/setup.sh pkg)" || return
+	mkdir -p "$dk/src" "$dk/tree" "$dk/modules/$KVER"
+	mapfile -t vars < <(dkms_vars)
+	[ "${#vars[@]}" = 4 ] || fail "bad dkms variables: ${vars[*]}" || return
+	make --no-print-directory dkms-install "${vars[@]}" || return
+	dkms status --dkmstree "$dk/tree" mrpin
+	modinfo "$ko" | grep -E '^(version|vermagic|signer):'
+	[ "$(modinfo -F vermagic "$ko" | cut -d' ' -f1)" = "$KVER" ] &&
+		[ "$(modinfo -F version "$ko")" = "$version" ]
+}
+
+# BUILD_EXCLUSIVE_CONFIG: a kernel without one of the options mrpin needs is
+# skipped (dkms exits 77) before anything is compiled.
+dkms_skips_a_kernel_without_an_option_mrpin_needs() {
+	local opt ksrc=$dk/ksrc rc
+	need_root || skip "needs root" || return
+	[ -d "$dk/tree/mrpin" ] || fail "needs the previous test" || return
+	mkdir -p "$ksrc"
+	for opt in CONFIG_INFINIBAND_USER_MEM CONFIG_DYNAMIC_FTRACE_WITH_REGS CONFIG_DEBUG_FS; do
+		grep -q "^$opt=y" "/lib/modules/$KVER/build/.config" ||
+			fail "$KVER has no $opt" || return
+		grep -v "^$opt=" "/lib/modules/$KVER/build/.config" >"$ksrc/.config"
+		dkms build --dkmstree "$dk/tree" --sourcetree "$dk/src" mrpin/"$version" \
+			-k "$KVER-no-${opt#CONFIG_}" --kernelsourcedir "$ksrc"
+		rc=$?
+		echo "without $opt: dkms build exit status $rc"
+		[ "$rc" = 77 ] || return 1
+	done
+}
+
+make_dkms_remove_leaves_no_trace() {
+	local vars left
+	need_root || skip "needs root" || return
+	mapfile -t vars < <(dkms_vars)
+	[ "${#vars[@]}" = 4 ] || fail "bad dkms variables: ${vars[*]}" || return
+	make --no-print-directory dkms-remove "${vars[@]}" || return
+	left=$(find "$dk/src" "$dk/tree" "$dk/modules/$KVER" -mindepth 1)
+	[ -z "$left" ] || fail "left behind: $left"
+}
+
+# --- Debian packages -------------------------------------------------------
+
+deb_dir=$repo/build/deb
+debs() {
+	echo "$deb_dir/mrpin-dkms_${version}_all.deb"
+	echo "$deb_dir/mrpin-tools_${version}_$(dpkg --print-architecture).deb"
+}
+
+make_deb_builds_both_packages() {
+	local d
+	make --no-print-directory deb || return
+	for d in $(debs); do
+		[ -f "$d" ] || fail "$d missing" || return
+	done
+}
+
+lintian_reports_no_errors() {
+	[ -f "$(debs | tail -n1)" ] || fail "no packages" || return
+	lintian --fail-on error --display-info "$deb_dir"/mrpin_"${version}"_*.changes
+}
+
+packages_hold_what_they_should() {
+	local dkms tools conf want
+	read -r dkms tools < <(debs | xargs)
+	for want in "$dkms" ./usr/src/mrpin-"$version"/dkms.conf \
+		"$dkms" ./usr/src/mrpin-"$version"/kmod/main.c \
+		"$dkms" ./etc/modprobe.d/mrpin.conf \
+		"$dkms" ./etc/modules-load.d/mrpin.conf \
+		"$tools" ./usr/sbin/mrpinctl \
+		"$tools" ./usr/share/man/man8/mrpinctl.8.gz \
+		"$tools" ./usr/share/bash-completion/completions/mrpinctl \
+		"$tools" ./lib/systemd/system/mrpin.service \
+		"$tools" ./lib/systemd/system/mrpin-export.service \
+		"$tools" ./lib/systemd/system/mrpin-export.timer \
+		"$tools" ./etc/mrpin.conf \
+		"$tools" ./etc/default/mrpin-export; do
+		if [ "${want#./}" = "$want" ]; then
+			conf=$want
+			continue
+		fi
+		dpkg-deb -c "$conf" | awk '{ print $6 }' | grep -qx "$want" ||
+			fail "$(basename "$conf") has no $want" || return
+	done
+	conf=$(dpkg-deb -f "$dkms" Depends)
+	echo "mrpin-dkms Depends: $conf"
+	echo "$conf" | grep -q dkms || return 1
+	dpkg-deb --ctrl-tarfile "$tools" | tar -xOf - ./conffiles | tee "$work/conffiles"
+	grep -qx /etc/mrpin.conf "$work/conffiles"
+}
+
+# Where a package could leave something: every file and folder outside the
+# package manager's own state, logs and caches.
+snapshot() {
+	find /etc /usr /var /boot /opt /srv -xdev \( -path /var/lib/dpkg -o \
+		-path /var/lib/apt -o -path /var/log -o -path /var/cache -o \
+		-path /var/tmp -o -path /var/backups -o -path /var/mail \) -prune \
+		-o -print 2>/dev/null | sort
+}
+
+dpkg_installs_both_packages_and_dkms_builds_the_module() {
+	need_root || skip "needs root" || return
+	if dpkg-query -W -f='${Status}\n' mrpin-dkms mrpin-tools 2>/dev/null |
+		grep -q installed || [ -n "$(dkms status mrpin 2>/dev/null)" ] ||
+		compgen -G '/usr/src/mrpin-*' >/dev/null; then
+		skip "mrpin is installed on this machine already: not touching it"
+		return
+	fi
+	[ -f "$(debs | tail -n1)" ] || fail "no packages" || return
+	snapshot >"$work/snapshot.before"
+	installed_debs=1
+	# shellcheck disable=SC2046
+	dpkg -i $(debs) || return
+	dkms status mrpin
+	dkms status -m mrpin -v "$version" -k "$KVER" | grep -q ': installed' ||
+		fail "dkms did not install mrpin for $KVER" || return
+	modinfo -F vermagic "/lib/modules/$KVER/updates/dkms/mrpin.ko" | grep "^$KVER " ||
+		return 1
+	/usr/sbin/mrpinctl --version || return 1
+	test -L /etc/systemd/system/multi-user.target.wants/mrpin.service ||
+		fail "mrpin.service is not enabled" || return
+	test ! -e /etc/systemd/system/timers.target.wants/mrpin-export.timer ||
+		fail "mrpin-export.timer is enabled" || return
+}
+
+# Purge both: the dkms tree, the module, the source, the units and the files
+# in /etc go.  What depmod leaves is the kernel's module index
+# (/lib/modules/KVER/modules.*), which exists before and after on a machine
+# with the kernel's image installed; here only its headers are, so the index
+# is new: it must not name mrpin, and the test removes it.  dkms's MOK key
+# (/var/lib/dkms/mok.*) is kept by design: it is the key enrolled in the
+# firmware for Secure Boot, made by dkms at its first signed build.
+purge_leaves_nothing_behind() {
+	local left
+	need_root || skip "needs root" || return
+	[ "$installed_debs" = 1 ] || skip "the packages were not installed" || return
+	dpkg --purge mrpin-tools mrpin-dkms || return
+	installed_debs=0
+	snapshot >"$work/snapshot.after"
+	left=$(comm -13 "$work/snapshot.before" "$work/snapshot.after")
+	echo "new after purge:"
+	echo "$left"
+	left=$(echo "$left" | grep -Ev '^/var/lib/dkms/mok\.(key|pub)$')
+	if echo "$left" | grep -E '^/(usr/)?lib/modules/[^/]+/modules\.[a-z.]+$' |
+		xargs -r grep -l mrpin; then
+		fail "the module index still names mrpin" || return
+	fi
+	echo "$left" | grep -E '^/(usr/)?lib/modules/[^/]+/modules\.[a-z.]+$' | xargs -r rm -f
+	left=$(echo "$left" | grep -Ev '^/(usr/)?lib/modules/[^/]+/modules\.[a-z.]+$')
+	[ -z "$left" ] || fail "left behind: $left" || return
+	comm -23 "$work/snapshot.before" "$work/snapshot.after" | tee "$work/gone"
+	[ ! -s "$work/gone" ] || fail "purge removed files it did not install"
+}
+
+check versions_agree versions_agree
+check make_install_lays_out_exactly_the_expected_files \
+	make_install_lays_out_exactly_the_expected_files
+check make_install_into_a_bare_destdir_runs_no_depmod_and_leaves_the_host_alone \
+	make_install_into_a_bare_destdir_runs_no_depmod_and_leaves_the_host_alone
+check make_install_runs_depmod_in_a_destdir_that_holds_the_kernel \
+	make_install_runs_depmod_in_a_destdir_that_holds_the_kernel
+check units_run_the_installed_mrpinctl units_run_the_installed_mrpinctl
+check systemd_analyze_verify_accepts_the_units systemd_analyze_verify_accepts_the_units
+check example_files_are_commented_out_and_well_formed \
+	example_files_are_commented_out_and_well_formed
+check make_install_keeps_an_edited_policy make_install_keeps_an_edited_policy
+check make_uninstall_keeps_only_the_edited_policy make_uninstall_keeps_only_the_edited_policy
+check dkms_builds_mrpin_for_the_test_kernel dkms_builds_mrpin_for_the_test_kernel
+check dkms_skips_a_kernel_without_an_option_mrpin_needs \
+	dkms_skips_a_kernel_without_an_option_mrpin_needs
+check make_dkms_remove_leaves_no_trace make_dkms_remove_leaves_no_trace
+check make_deb_builds_both_packages make_deb_builds_both_packages
+check lintian_reports_no_errors lintian_reports_no_errors
+check packages_hold_what_they_should packages_hold_what_they_should
+check dpkg_installs_both_packages_and_dkms_builds_the_module \
+	dpkg_installs_both_packages_and_dkms_builds_the_module
+check purge_leaves_nothing_behind purge_leaves_nothing_behind
+
+[ "$num" = "$plan" ] || { diag "ran $num of $plan tests"; failed=$((failed + plan - num)); }
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]

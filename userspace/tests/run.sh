@@ -1,0 +1,475 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Host tests of mrpinctl, without the module: the parsers and formatters
+# against recorded debugfs snapshots (snapshots/), bad command lines
+# (bad-args.txt) and bad config files (bad-configs/) that must exit 2 with a
+# message naming the problem, truncated and garbled tables, and never a
+# crash: run it on the ASan+UBSan build (make check does).  KTAP on stdout.
+#
+#   run.sh MRPINCTL [UNIT]      UNIT: the unit-test binary (tests/unit.c)
+#   UPDATE=1 run.sh ...         rewrite expected/ from the current output
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$(realpath "$1")
+unit=${2:+$(realpath "$2")}
+snaps=$here/snapshots
+out=$here/out
+rm -rf "$out"
+mkdir -p "$out"
+
+export TZ=UTC LC_ALL=C COLUMNS=80
+export ASAN_OPTIONS=exitcode=86:abort_on_error=0:detect_leaks=1
+export UBSAN_OPTIONS=halt_on_error=1:exitcode=87:print_stacktrace=1
+unset MRPIN_DEBUGFS
+
+results=$out/results
+: >"$results"
+ok() { echo "ok $*" >>"$results"; }
+not_ok() { echo "not ok $*" >>"$results"; }
+check() { # check NAME COMMAND...
+	local name=$1
+	shift
+	if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+diag() { echo "# $*" >>"$results"; }
+
+# run DIR ARGS...: mrpinctl on snapshot DIR; $rc, $out/stdout, $out/stderr.
+run() {
+	local dir=$1
+	shift
+	"$bin" --debugfs "$dir" "$@" >"$out/stdout" 2>"$out/stderr" </dev/null
+	rc=$?
+}
+
+# No sanitizer report, no crash.
+clean() {
+	[ "$rc" -lt 86 ] && ! grep -q -e Sanitizer -e 'runtime error' "$out/stderr"
+}
+
+# The failure as expected: status $1, one message, on stderr only, with $2.
+fails_with() {
+	clean && [ "$rc" = "$1" ] && [ ! -s "$out/stdout" ] &&
+		grep -qF -- "$2" "$out/stderr" &&
+		[ "$(wc -l <"$out/stderr")" -le 25 ] && return 0
+	diag "status $rc; stderr: $(head -c 300 "$out/stderr")"
+	return 1
+}
+
+# A scratch copy of a snapshot (limits written to it are checked).
+scratch() {
+	rm -rf "$out/snap"
+	cp -r "$snaps/$1" "$out/snap"
+}
+
+# --- unit tests ---
+
+unit_tests() {
+	local line
+	[ -n "$unit" ] || return
+	while read -r line; do
+		case "$line" in
+		"ok "*) ok "unit: ${line#ok [0-9]* }" ;;
+		"not ok "*) not_ok "unit: ${line#not ok [0-9]* }" ;;
+		"# "*) echo "$line" >>"$results" ;;
+		esac
+	done < <("$unit" 2>&1)
+}
+
+# --- golden output of every command, on the recorded snapshots ---
+
+golden() {
+	local name=$1 dir=$2
+	shift 2
+	run "$snaps/$dir" "$@"
+	if [ -n "${UPDATE:-}" ]; then
+		cp "$out/stdout" "$here/expected/$name"
+	fi
+	if clean && [ "$rc" = 0 ] && cmp -s "$out/stdout" "$here/expected/$name"; then
+		ok "golden: $name"
+	else
+		not_ok "golden: $name"
+		diag "status $rc; diff expected/$name:"
+		diff "$here/expected/$name" "$out/stdout" | head -20 | sed 's/^/# /' >>"$results"
+	fi
+}
+
+golden_tests() {
+	mkdir -p "$here/expected"
+	golden proc basic proc
+	golden proc-wide basic proc show --debugfs "$snaps/basic" # same dir twice: fine
+	COLUMNS=200 golden proc-200 basic proc
+	COLUMNS=50 golden proc-50 basic proc
+	golden proc-sort-pins basic proc sort pins
+	golden proc-user-nobody basic proc user nobody
+	golden proc-pid basic proc pid 777
+	golden pin basic pin
+	COLUMNS=200 golden pin-200 basic pin
+	golden pin-filters basic pin dev mlx5_0 min-size 12K older-than 1m
+	golden pin-pid basic pin pid 153
+	golden dev basic dev
+	golden limit basic limit show
+	golden events basic events
+	COLUMNS=132 golden events-132 basic events
+	golden proc-empty empty proc
+	golden pin-empty empty pin
+	golden limit-empty empty limit
+	golden proc-future future proc
+	golden pin-future future pin
+	golden dev-future future dev
+	golden proc-old old proc
+	golden limit-future future limit
+	golden json-limit-future future -j limit
+	golden export basic export prometheus
+	golden export-per-process basic export prometheus --per-process
+	golden export-empty empty export prometheus
+	golden json-proc basic -j proc
+	golden json-pin basic -j pin
+	golden json-limit basic -p limit
+	golden json-events basic -j events
+}
+
+# --- JSON: valid, exact, for every command ---
+
+json_valid() { python3 -c 'import json,sys; json.load(sys.stdin)' <"$out/stdout"; }
+
+json_is() { # json_is PYTHON-EXPRESSION-OF-d
+	python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(0 if ($1) else 1)" <"$out/stdout"
+}
+
+json_tests() {
+	local dir cmd
+	for dir in basic empty future; do
+		for cmd in status proc pin dev limit events; do
+			run "$snaps/$dir" -j $cmd
+			check "json: $dir $cmd is valid JSON" eval 'clean && [ $rc = 0 ] && json_valid'
+			run "$snaps/$dir" -p $cmd
+			check "json: $dir $cmd pretty is valid JSON" eval 'clean && [ $rc = 0 ] && json_valid'
+		done
+	done
+	run "$snaps/basic" -j proc
+	check "json: exact bytes, unlimited is null, comm unescaped" json_is \
+		'd[0]["pinned_bytes"] == 34359738368 and d[0]["memlock_bytes"] is None and d[1]["memlock_bytes"] == 8388608 and d[3]["comm"] == "pin ner" and d[1]["cgroup"] == "/system.slice/perftest runs.service"'
+	run "$snaps/basic" -j pin
+	check "json: pin start and age exact" json_is \
+		'd[1]["start"] == 140315941990500 and d[3]["age_ms"] == 7384211 and d[1]["pinned_bytes"] == 12288'
+	run "$snaps/basic" -j status
+	check "json: status totals and the global limit" json_is \
+		'd["pinned_bytes"] == 34373447680 and d["denials_total"] == 5 and d["global_max_pinned_percent"] == 50 and len(d["devices"]) == 2 and len(d["top_procs"]) == 4 and d["top_procs"][0]["pid"] == 4242'
+	run "$snaps/basic" -j limit
+	check "json: limits by scope, user names, percent" json_is \
+		'd[0]["max_pinned_percent"] == 50 and d[2]["user"] == "root" and d[3]["uid"] == 65534 and d[3]["max_pinned"] == 32 << 30 and d[4]["user"] is None and d[6]["cgroup"] == "/system.slice/perftest runs.service" and d[5]["max_pin_size"] == 1 << 20'
+	run "$snaps/basic" -j events
+	check "json: events in order, lost reported" json_is \
+		'[e.get("seq") for e in d] == [0, 1, None, 5, 6] and d[2] == {"lost": 3} and d[3]["scope"] == "cgroup:/system.slice/perftest runs.service"'
+}
+
+# --- bad command lines and bad configs: exit 2, one clear message ---
+
+bad_args_tests() {
+	local line n=0 bad=0 args
+	while IFS= read -r line; do
+		case "$line" in '#'* | '') continue ;; esac
+		eval "args=($line)"
+		n=$((n + 1))
+		run "$snaps/basic" "${args[@]}"
+		if ! clean || [ "$rc" != 2 ] || [ -s "$out/stdout" ] ||
+			! grep -q '^mrpinctl: .' "$out/stderr" ||
+			[ "$(wc -l <"$out/stderr")" != 1 ]; then
+			bad=$((bad + 1))
+			diag "mrpinctl $line: status $rc: $(head -c 200 "$out/stderr")"
+		fi
+	done <"$here/bad-args.txt"
+	check "bad command lines: all $n exit 2 with one 'mrpinctl: ...' line" test "$bad" = 0
+	"$bin" >"$out/stdout" 2>"$out/stderr"
+	rc=$?
+	check "no arguments: usage on stderr, exit 2" eval \
+		'[ $rc = 2 ] && [ ! -s "$out/stdout" ] && grep -q "^Usage: mrpinctl" "$out/stderr"'
+}
+
+bad_config_tests() {
+	local f name want
+	for f in "$here"/bad-configs/*.conf; do
+		name=$(basename "$f" .conf)
+		want=$f$(sed -n '1s/^# expect: //p' "$f")
+		scratch basic
+		run "$out/snap" apply "$f"
+		check "bad config $name: exit 2 with FILE:LINE:COL" fails_with 2 "mrpinctl: $want"
+		check "bad config $name: nothing applied" cmp -s "$snaps/basic/limits" "$out/snap/limits"
+		run "$out/snap" apply --check "$f"
+		check "bad config $name: --check says the same" fails_with 2 "mrpinctl: $want"
+	done
+	scratch basic
+	run "$out/snap" apply "$here/good-configs/examples.conf" "$here/bad-configs/twice.conf"
+	check "bad config after a good one: nothing applied" eval \
+		'fails_with 2 "twice.conf:2:22:" && cmp -s "$snaps/basic/limits" "$out/snap/limits"'
+	run "$out/snap" apply "$out/no-such-file.conf"
+	check "missing config file: exit 2, named" fails_with 2 "no-such-file.conf: No such file or directory"
+}
+
+good_config_tests() {
+	local f name
+	for f in "$here"/good-configs/*.conf; do
+		name=$(basename "$f" .conf)
+		scratch basic
+		run "$out/snap" apply --check "$f"
+		check "good config $name: --check OK" eval 'clean && [ $rc = 0 ] && cmp -s "$snaps/basic/limits" "$out/snap/limits"'
+		run "$out/snap" apply "$f"
+		if [ -s "${f%.conf}.expect" ]; then
+			check "good config $name: one normalised transaction written" eval \
+				'clean && [ $rc = 0 ] && cmp -s "${f%.conf}.expect" "$out/snap/limits"'
+		else
+			check "good config $name: nothing to write" eval \
+				'clean && [ $rc = 0 ] && cmp -s "$snaps/basic/limits" "$out/snap/limits"'
+		fi
+	done
+	scratch basic
+	"$bin" --debugfs "$out/snap" apply - <"$here/good-configs/examples.conf" >/dev/null 2>"$out/stderr"
+	check "apply - reads standard input" cmp -s "$here/good-configs/examples.expect" "$out/snap/limits"
+	scratch basic
+	run "$out/snap" apply "$here/good-configs/existing-rules.conf" "$here/good-configs/examples.conf"
+	check "apply FILE FILE: one write, in order" eval \
+		'[ $rc = 0 ] && cat "$here/good-configs/existing-rules.expect" "$here/good-configs/examples.expect" | cmp -s - "$out/snap/limits"'
+}
+
+# `limit show` saved is a config that restores the same policy.
+roundtrip_tests() {
+	local dir
+	for dir in basic empty; do
+		scratch $dir
+		# Cgroup rules must name cgroups that exist here: only /.
+		awk '$1 != "cgroup" || !seen[$2]++' "$snaps/$dir/limits" |
+			sed 's|^cgroup /[^ ]*|cgroup /|' >"$out/snap/limits"
+		run "$out/snap" limit show
+		cp "$out/stdout" "$out/saved.conf"
+		run "$out/snap" apply --check "$out/saved.conf"
+		check "limit show ($dir) is a valid config" eval 'clean && [ $rc = 0 ]'
+		run "$out/snap" apply "$out/saved.conf"
+		run "$out/snap" limit show
+		check "limit show ($dir) saved and applied restores the policy" cmp -s "$out/saved.conf" "$out/stdout"
+	done
+}
+
+limit_write_tests() {
+	scratch basic
+	run "$out/snap" limit set uid root max_pinned=8G action=warn
+	check "limit set: names resolved, one line written" eval \
+		'[ $rc = 0 ] && [ "$(cat "$out/snap/limits")" = "uid 0 max_pinned=8G action=warn" ]'
+	run "$out/snap" lim se cgroup // max_pins=5
+	check "limit set: prefixes, cgroup path normalised" eval \
+		'[ $rc = 0 ] && [ "$(cat "$out/snap/limits")" = "cgroup / max_pins=5" ]'
+	scratch basic
+	run "$out/snap" limit delete uid nobody
+	check "limit delete: an existing rule" eval \
+		'[ $rc = 0 ] && [ "$(cat "$out/snap/limits")" = "uid 65534 delete" ]'
+	run "$out/snap" limit reset
+	check "limit reset" eval '[ $rc = 0 ] && [ "$(cat "$out/snap/limits")" = reset ]'
+	scratch future
+	run "$out/snap" limit set global stack=deny frobnicate=9 mr_table_warn=90%
+	check "limit set: the global keys, and a key learned from the module" eval \
+		'[ $rc = 0 ] && [ "$(cat "$out/snap/limits")" = "global stack=deny mr_table_warn=90% frobnicate=9" ]'
+	run "$out/snap" limit set process frobnicate=1 2>/dev/null
+	check "limit set: a learned key goes to the module to check" eval \
+		'[ $rc = 0 ] && [ "$(cat "$out/snap/limits")" = "process frobnicate=1" ]'
+	scratch basic
+	run "$out/snap" limit set global frobnicate=1
+	check "limit set: a key the module does not have" fails_with 2 "unknown key 'frobnicate'"
+}
+
+# --- broken tables: exit 1, naming file and line; never a crash ---
+
+garbled_tests() {
+	local g=$snaps/garbled t=$snaps/truncated
+	run "$g" proc
+	check "garbled procs: a negative number named" fails_with 1 "garbled/procs:2: column 'pinned_bytes': expected a number, found '-1126400'"
+	run "$g" pin
+	check "garbled pins: no header" fails_with 1 "garbled/pins:1: expected a header line starting with '# '"
+	run "$g" dev
+	check "garbled devices: a short line" fails_with 1 "garbled/devices:2: expected 5 columns, found 4"
+	run "$g" events
+	check "garbled events: a column missing from the header" fails_with 1 "garbled/events:1: no column 'limit' in the header"
+	run "$g" limit
+	check "garbled limits: named with line and column" fails_with 1 "garbled/limits:3:19: bad value 'lots' for max_pinned"
+	run "$g" status
+	check "garbled version" fails_with 1 "garbled/version: expected 'mrpin VERSION'"
+	run "$g" export prometheus
+	check "garbled export: nothing written" fails_with 1 "garbled/version"
+	run "$t" proc
+	check "truncated procs: the cut line named" fails_with 1 "truncated/procs:4: "
+	run "$t" pin
+	check "truncated pins: the cut line named" fails_with 1 "truncated/pins:4: truncated line (no newline at the end)"
+	run "$t" status
+	check "truncated stats" fails_with 1 "truncated/stats:"
+	run "$t" limit
+	check "truncated limits" fails_with 1 "truncated/limits:"
+	run "$snaps/old" limit
+	check "old module without limits: says so" fails_with 1 "old/limits was not found: this mrpin module has no 'limits'"
+	run "$snaps/old" status
+	check "old module: status without the policy" eval 'clean && [ $rc = 0 ] && grep -q "^Denials: *0" "$out/stdout"'
+}
+
+# Every table cut at every third byte: a clean error or output, no crash.
+truncation_fuzz() {
+	local file cmd size i bad n
+	for file in procs:proc pins:pin devices:dev limits:limit events:events stats:status cgroups:"export prometheus"; do
+		cmd=${file#*:}
+		file=${file%%:*}
+		size=$(wc -c <"$snaps/basic/$file")
+		bad=0
+		n=0
+		for ((i = 0; i < size; i += 3)); do
+			scratch basic
+			head -c "$i" "$snaps/basic/$file" >"$out/snap/$file"
+			run "$out/snap" $cmd
+			n=$((n + 1))
+			if ! clean || [ "$rc" -gt 1 ]; then
+				bad=$((bad + 1))
+				diag "$file cut at $i: status $rc"
+			fi
+		done
+		check "fuzz: $file cut at $n places: exit 0 or 1, no crash" test "$bad" = 0
+	done
+	bad=0
+	for i in $(seq 40); do
+		scratch basic
+		head -c 600 /dev/urandom >"$out/snap/procs"
+		cp "$out/snap/procs" "$out/snap/pins"
+		cp "$out/snap/procs" "$out/snap/limits"
+		cp "$out/snap/procs" "$out/snap/events"
+		for cmd in proc pin limit events; do
+			run "$out/snap" $cmd
+			if ! clean || [ "$rc" != 1 ]; then
+				bad=$((bad + 1))
+				cp "$out/snap/procs" "$out/random-$i"
+				diag "random bytes ($cmd): status $rc, kept in out/random-$i"
+			fi
+		done
+	done
+	check "fuzz: random bytes as tables: exit 1, no crash" test "$bad" = 0
+}
+
+# --- the module not there ---
+
+environment_tests() {
+	run "$out/nonexistent/mrpin" status
+	check "not loaded: one sentence that says what to do" eval \
+		'[ $rc = 1 ] && [ "$(cat "$out/stderr")" = "mrpin is not loaded: run '"'"'modprobe mrpin'"'"' (or insmod kmod/mrpin.ko); $out/nonexistent/mrpin was not found" ]'
+	MRPIN_DEBUGFS=$out/nonexistent "$bin" proc >"$out/stdout" 2>"$out/stderr"
+	rc=$?
+	check "MRPIN_DEBUGFS is the default directory" eval \
+		'[ $rc = 1 ] && grep -qF "$out/nonexistent was not found" "$out/stderr"'
+	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+		scratch basic
+		chmod 700 "$out/snap"
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$bin" --debugfs "$out/snap" proc \
+			>"$out/stdout" 2>"$out/stderr" </dev/null
+		rc=$?
+		check "not root: says to run as root" eval \
+			'[ $rc = 1 ] && grep -q "run mrpinctl as root" "$out/stderr"'
+		chmod 755 "$out/snap"
+	fi
+}
+
+# --- layout: lines fit the terminal ---
+
+width_tests() {
+	local w cmd bad=0 max
+	for w in 60 72 80 100 132 200; do
+		for cmd in status proc pin dev events; do
+			[ "$cmd" = events ] && [ "$w" -lt 80 ] && continue
+			COLUMNS=$w run "$snaps/basic" $cmd
+			max=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$out/stdout")
+			if [ "$max" -gt "$w" ]; then
+				bad=$((bad + 1))
+				diag "$cmd at $w columns: a line of $max"
+			fi
+		done
+	done
+	check "text fits 60 to 200 columns" test "$bad" = 0
+	run "$snaps/basic" pin
+	check "columns aligned: every line of pin as wide" eval \
+		'[ "$(awk "{ print length(\$0) }" "$out/stdout" | sort -u | wc -l)" -le 2 ]'
+}
+
+# --- the other commands ---
+
+misc_tests() {
+	run "$snaps/basic" --version
+	check "--version" eval '[ $rc = 0 ] && [ "$(cat "$out/stdout")" = "mrpinctl 0.1.0" ]'
+	local args
+	for args in "-h" "help" "proc -h" "proc help" "pin --help" "dev help" \
+		"limit set -h" "limit help" "apply -h" "events help" "top -h" \
+		"export -h" "status help"; do
+		# shellcheck disable=SC2086
+		run "$snaps/basic" $args
+		check "help: mrpinctl $args" eval '[ $rc = 0 ] && grep -q "^Usage: mrpinctl" "$out/stdout" && [ ! -s "$out/stderr" ]'
+	done
+	run "$snaps/basic" proc sort peak
+	cp "$out/stdout" "$out/full"
+	run "$snaps/basic" pr so pe
+	check "unique prefixes: pr so pe" cmp -s "$out/full" "$out/stdout"
+	run "$snaps/basic" procs sort peak
+	check "alias: procs" cmp -s "$out/full" "$out/stdout"
+	run "$snaps/basic" proc sort peak -j
+	check "options after the command" json_valid
+
+	run "$snaps/basic" export prometheus --per-process
+	check "export: exposition format valid" eval '[ $rc = 0 ] && "$here/promcheck.py" "$out/stdout" >/dev/null'
+	run "$snaps/empty" export prometheus
+	check "export: exposition format valid with nothing pinned" eval '[ $rc = 0 ] && "$here/promcheck.py" "$out/stdout" >/dev/null'
+	mkdir -p "$out/textfile"
+	run "$snaps/basic" export prometheus "$out/textfile/mrpin.prom"
+	check "export FILE: written atomically, 0644, no temporary left" eval \
+		'[ $rc = 0 ] && [ ! -s "$out/stdout" ] && [ "$(stat -c %a "$out/textfile/mrpin.prom")" = 644 ] && [ "$(ls -A "$out/textfile")" = mrpin.prom ] && "$here/promcheck.py" "$out/textfile/mrpin.prom" >/dev/null'
+	run "$snaps/basic" export prometheus "$out/no/such/dir/mrpin.prom"
+	check "export FILE: an unwritable directory is an error" fails_with 1 "no/such/dir"
+
+	run "$snaps/basic" top --iterations 2 --delay 0.1
+	check "top: plain repeated output when not a terminal" eval \
+		'clean && [ $rc = 0 ] && [ "$(grep -c "^Time: " "$out/stdout")" = 2 ] && [ "$(grep -c "^ *PID  COMM" "$out/stdout")" = 2 ]'
+	run "$snaps/basic" -j top -n 2 -d 0.1
+	check "top --json: one JSON object a refresh" eval \
+		'clean && [ $rc = 0 ] && [ "$(wc -l <"$out/stdout")" = 2 ] && python3 -c "import json,sys; [json.loads(l) for l in sys.stdin]" <"$out/stdout"'
+	if python3 -c 'import pty' 2>/dev/null; then
+		ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 TERM=xterm \
+			timeout 20 python3 "$here/pty_top.py" "$bin" --debugfs "$snaps/basic" top >"$out/stdout" 2>&1
+		rc=$?
+		check "top on a terminal: full screen, q quits" eval \
+			'[ $rc = 0 ] && grep -q "mrpinctl top: sorted by pinned" "$out/stdout"'
+	fi
+
+	timeout 1 "$bin" --debugfs "$snaps/basic" events --follow >"$out/stdout" 2>"$out/stderr"
+	rc=$?
+	check "events --follow: prints what is there and waits" eval \
+		'[ $rc = 124 ] && [ "$(grep -c " deny \| warn " "$out/stdout")" = 4 ]'
+	timeout 1 "$bin" --debugfs "$snaps/basic" -j events --follow >"$out/stdout" 2>"$out/stderr"
+	check "events --follow --json: JSON Lines" eval \
+		'[ "$(wc -l <"$out/stdout")" = 5 ] && python3 -c "import json,sys; [json.loads(l) for l in sys.stdin]" <"$out/stdout"'
+	run "$snaps/basic" events
+	check "events: lost events told on stderr" eval \
+		'[ $rc = 0 ] && grep -q "3 events were lost" "$out/stderr"'
+}
+
+unit_tests
+golden_tests
+json_tests
+bad_args_tests
+bad_config_tests
+good_config_tests
+roundtrip_tests
+limit_write_tests
+garbled_tests
+environment_tests
+width_tests
+misc_tests
+truncation_fuzz
+
+# KTAP: the plan, the numbered results, the totals.
+total=$(grep -c '^\(not \)\?ok ' "$results")
+failed=$(grep -c '^not ok ' "$results")
+echo "TAP version 13"
+echo "1..$total"
+awk '/^(not )?ok / { n++; sub(/^ok /, "ok " n " "); sub(/^not ok /, "not ok " n " ") } { print }' "$results"
+echo "# mrpinctl host tests: $((total - failed)) passed, $failed failed"
+[ "$failed" = 0 ]
