@@ -11,6 +11,7 @@
 #include <linux/ftrace.h>
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
+#include <linux/uaccess.h>
 #include <asm/syscall.h>
 #include <asm/unistd.h>
 
@@ -61,6 +62,33 @@ static inline bool mrpin_release_is_cleanup(const struct mm_struct *owner)
 	default:
 		return false;
 	}
+}
+
+/*
+ * Whether the user address @ip follows a call instruction, as a return
+ * address does (x86-64: call rel32 is E8 + 4 bytes; an indirect call is FF
+ * with ModRM reg 2, 2 to 7 bytes long).  Reads user memory without
+ * faulting: the caller may hold mmap_lock.
+ */
+static inline bool mrpin_user_follows_call(unsigned long ip)
+{
+	static const int lens[] = { 2, 3, 4, 6, 7 };
+	u8 code[8];
+	int i;
+
+	if (ip < sizeof(code) ||
+	    copy_from_user_nofault(code, (void __user *)(ip - sizeof(code)),
+				   sizeof(code)))
+		return false;
+	if (code[sizeof(code) - 5] == 0xe8)
+		return true;
+	for (i = 0; i < ARRAY_SIZE(lens); i++) {
+		u8 *insn = &code[sizeof(code) - lens[i]];
+
+		if (insn[0] == 0xff && ((insn[1] >> 3) & 7) == 2)
+			return true;
+	}
+	return false;
 }
 
 #endif /* _MRPIN_COMPAT_H */

@@ -113,7 +113,7 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 			    char *path, size_t path_len)
 {
 	u64 pins, bytes, peak, memlock, denials, b2m, b1g, stack, cleanup;
-	u64 regs, rate, now = local_clock();
+	u64 regs, rate, elapsed, now = local_clock();
 	u32 hist[MRPIN_LIFE_BUCKETS];
 	struct cgroup *cgrp;
 	int i;
@@ -130,11 +130,18 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 	cleanup = proc->cleanup_releases;
 	regs = proc->registrations;
 	memcpy(hist, proc->life_hist, sizeof(hist));
-	/* The last full window's rate, else the current window's so far. */
-	rate = proc->rate;
-	if (!rate && now - proc->rate_start_ns >= NSEC_PER_SEC)
-		rate = div64_u64(proc->rate_count * NSEC_PER_SEC,
-				 now - proc->rate_start_ns);
+	/*
+	 * Registrations per second over the last full 10 s window: the
+	 * current window once it is that old (a window closes only at a
+	 * registration), else the previous one; before any window is full,
+	 * the current one's rate once it is a second old.
+	 */
+	elapsed = now - proc->rate_start_ns;
+	if (elapsed >= 10 * NSEC_PER_SEC ||
+	    (!proc->rate_full && elapsed >= NSEC_PER_SEC))
+		rate = div64_u64(proc->rate_count * NSEC_PER_SEC, elapsed);
+	else
+		rate = proc->rate_full ? proc->rate : 0;
 	cgrp = proc->cgrp;
 	if (cgrp)
 		cgroup_get(cgrp);

@@ -16,9 +16,10 @@
  *   alignment	the largest power of two dividing the start, up to 1 GiB.
  *   oversized	the pin's bytes are at or above the global oversize= mark.
  *   call site	(when callsites=on) up to 8 user addresses: the syscall's
- *		instruction pointer, then the words on the user stack that
- *		point into executable file mappings: return addresses, found by
- *		scanning, as no user unwinder runs in the kernel.
+ *		instruction pointer, then the return addresses found by
+ *		scanning the user stack (no user unwinder runs in the kernel):
+ *		words that point into an executable file mapping, just after a
+ *		call instruction, each kept once.
  * and, when the pin goes:
  *   lifetime	a log2 histogram per process (churn: registrations that
  *		live microseconds want a registration cache);
@@ -90,6 +91,17 @@ static bool mrpin_range_on_stack(unsigned long start, size_t length)
 	return hit;
 }
 
+static bool mrpin_callsite_has(const struct mrpin_callsite *cs,
+			       unsigned long ip)
+{
+	unsigned int i;
+
+	for (i = 0; i < cs->depth; i++)
+		if (cs->ip[i] == ip)
+			return true;
+	return false;
+}
+
 static struct mrpin_callsite *mrpin_callsite_save(void)
 {
 	struct pt_regs *regs = current_pt_regs();
@@ -112,10 +124,11 @@ static struct mrpin_callsite *mrpin_callsite_save(void)
 					   sizeof(word)))
 			break;
 		vma = vma_lookup(mm, word);
-		if (!vma || !(vma->vm_flags & VM_EXEC) || !vma->vm_file)
+		if (!vma || !(vma->vm_flags & VM_EXEC) || !vma->vm_file ||
+		    mrpin_callsite_has(cs, word) ||
+		    !mrpin_user_follows_call(word))
 			continue;
-		if (word != cs->ip[cs->depth - 1])
-			cs->ip[cs->depth++] = word;
+		cs->ip[cs->depth++] = word;
 	}
 	mmap_read_unlock(mm);
 	return cs;
@@ -212,11 +225,14 @@ static void mrpin_count_backing(struct mrpin_pin *pin, struct ib_umem *umem)
 	}
 }
 
-/* An event when a device's MR table crosses the mark; re-armed below it. */
-static void mrpin_mr_table_check(struct mrpin_pin *pin)
+/*
+ * An event when a device's MR table crosses the mark; re-armed below it.
+ * @going is 1 when @pin is being released (and still counted), else 0.
+ */
+static void mrpin_mr_table_check(struct mrpin_pin *pin, int going)
 {
 	struct mrpin_dev *dev = pin->dev;
-	s64 pins = atomic64_read(&dev->usage.pins);
+	s64 pins = atomic64_read(&dev->usage.pins) - going;
 	char name[IB_DEVICE_NAME_MAX];
 	u8 pct;
 	u64 mark;
@@ -262,6 +278,7 @@ void mrpin_diag_commit(struct mrpin_pin *pin, struct ib_umem *umem)
 	if (now - proc->rate_start_ns >= MRPIN_RATE_WINDOW_NS) {
 		proc->rate = div64_u64(proc->rate_count * NSEC_PER_SEC,
 				       now - proc->rate_start_ns);
+		proc->rate_full = true;
 		proc->rate_start_ns = now;
 		proc->rate_count = 0;
 	}
@@ -274,7 +291,7 @@ void mrpin_diag_commit(struct mrpin_pin *pin, struct ib_umem *umem)
 		atomic64_inc(&mrpin_stats.stack_pins_total);
 	if (pin->flags & MRPIN_PIN_OVERSIZED)
 		atomic64_inc(&mrpin_stats.oversized_pins_total);
-	mrpin_mr_table_check(pin);
+	mrpin_mr_table_check(pin, 0);
 }
 
 static void mrpin_leak_add(struct mrpin_proc *proc, u64 bytes)
@@ -336,9 +353,8 @@ void mrpin_diag_release(struct mrpin_pin *pin, bool cleanup)
 		atomic64_inc(&mrpin_stats.cleanup_releases_total);
 		mrpin_leak_add(proc, bytes);
 	}
-	if (atomic64_read(&pin->dev->usage.pins) == 0 ||
-	    atomic_read(&pin->dev->mr_table_warned))
-		mrpin_mr_table_check(pin);
+	if (atomic_read(&pin->dev->mr_table_warned))
+		mrpin_mr_table_check(pin, 1);
 }
 
 /**

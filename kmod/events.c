@@ -71,7 +71,9 @@ static void mrpin_scope_text(const struct mrpin_violation *v, char *buf,
 		snprintf(buf, len, "uid:%llu", v->id);
 		break;
 	case MRPIN_SCOPE_CGROUP:
-		snprintf(buf, len, "cgroup:%s", v->path);
+	case MRPIN_SCOPE_DEVICE:
+		snprintf(buf, len, "%s:%s", mrpin_scope_names[v->scope],
+			 v->path);
 		break;
 	default:
 		strscpy(buf, mrpin_scope_names[v->scope], len);
@@ -214,9 +216,9 @@ static bool mrpin_events_fill(struct mrpin_events_reader *r)
 	mrpin_events_put(r, e.comm);
 	r->len += scnprintf(r->buf + r->len, sizeof(r->buf) - r->len, " %u ",
 			    e.uid);
-	if (e.v.scope == MRPIN_SCOPE_CGROUP) {
+	if (e.v.scope == MRPIN_SCOPE_CGROUP || e.v.scope == MRPIN_SCOPE_DEVICE) {
 		r->len += scnprintf(r->buf + r->len, sizeof(r->buf) - r->len,
-				    "cgroup:");
+				    "%s:", mrpin_scope_names[e.v.scope]);
 		mrpin_events_put(r, e.v.path);
 	} else if (e.v.scope == MRPIN_SCOPE_UID) {
 		r->len += scnprintf(r->buf + r->len, sizeof(r->buf) - r->len,

@@ -123,6 +123,7 @@ void mrpin_dev_name(struct mrpin_dev *dev, char *buf, size_t len);
  *		(local_clock())
  * @rate_count:	registrations in the current window
  * @rate:	registrations per second over the last full window
+ * @rate_full:	a window has been completed: @rate is meaningful
  * @rcu:	frees the record after the last RCU reader
  *
  * A process record shows while it has pins (or a pin is being made).  When
@@ -156,6 +157,7 @@ struct mrpin_proc {
 	u64 rate_start_ns;
 	u64 rate_count;
 	u64 rate;
+	bool rate_full;
 	struct rcu_head rcu;
 };
 
