@@ -5,6 +5,8 @@
 #
 #   make            build kmod/mrpin.ko, userspace/mrpinctl, selftests
 #   make check      run every selftest in the VM (KFLAVOUR=rt: PREEMPT_RT)
+#   make check-debug  the same on a debug kernel (KASAN, lockdep, kmemleak,
+#                   failslab) built once from linux-source-6.1 and cached
 #   make demo       a real RDMA workload in the VM, and what mrpin sees
 #   make bench      benchmarks in the VM, with mrpin loaded and unloaded
 #   make shell      a root shell in the VM with rxe0 up and mrpin loaded
@@ -24,7 +26,9 @@ endif
 export KVER
 
 ifeq ($(origin KDIR),undefined)
-ifneq ($(wildcard /lib/modules/$(shell uname -r)/build),)
+ifeq ($(KFLAVOUR),debug)
+KDIR := $(shell $(SETUP) paths | sed -n 's/^KDIR=//p')
+else ifneq ($(wildcard /lib/modules/$(shell uname -r)/build),)
 KDIR := /lib/modules/$(shell uname -r)/build
 else
 KDIR := /lib/modules/$(KVER)/build
@@ -34,8 +38,8 @@ export KDIR
 
 VM := $(CURDIR)/scripts/vm-run.sh
 
-.PHONY: all setup module userspace selftests check demo bench shell clean \
-	checkpatch
+.PHONY: all setup module userspace selftests check check-debug demo bench \
+	shell clean checkpatch
 
 all: module userspace selftests
 
@@ -53,6 +57,9 @@ selftests: setup
 
 check: all
 	@$(CURDIR)/scripts/check.sh
+
+check-debug:
+	@$(MAKE) --no-print-directory check KFLAVOUR=debug
 
 demo: all
 	@$(VM) -- scripts/demo.sh

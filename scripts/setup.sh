@@ -11,7 +11,8 @@
 #   setup.sh paths   print the cache paths the Makefile and VM runner use
 #
 # Environment: KVER (full release, default: what linux-image-amd64 depends
-# on), KFLAVOUR (empty for the generic kernel, "rt" for PREEMPT_RT),
+# on), KFLAVOUR (empty for the generic kernel, "rt" for PREEMPT_RT, "debug"
+# for the debug kernel scripts/debug-kernel.sh builds and caches),
 # MRPIN_CACHE (default: ${XDG_CACHE_HOME:-~/.cache}/mrpin).
 set -euo pipefail
 
@@ -22,8 +23,10 @@ KFLAVOUR=${KFLAVOUR:-}
 case "$KFLAVOUR" in
 "" | generic) meta=linux-image-amd64 ;;
 rt) meta=linux-image-rt-amd64 ;;
-*) die "KFLAVOUR must be empty (generic) or 'rt', not '$KFLAVOUR'" ;;
+debug) meta= ;;
+*) die "KFLAVOUR must be empty (generic), 'rt' or 'debug', not '$KFLAVOUR'" ;;
 esac
+here=$(cd "$(dirname "$0")" && pwd)
 
 apt_updated=
 apt_update() {
@@ -36,11 +39,22 @@ apt_update() {
 	apt_updated=1
 }
 
+# KFLAVOUR=debug: the debug kernel built from linux-source-6.1 (cached).
+debug_kernel() {
+	need_pkgs make gcc bc bison flex libelf-dev libssl-dev cpio kmod \
+		linux-source-6.1
+	"$here/debug-kernel.sh" paths
+}
+
 # Resolve the test kernel: the one Debian's meta package currently depends on.
 resolve_kver() {
 	local dep
 	if [ -n "${KVER:-}" ]; then
 		echo "$KVER"
+		return
+	fi
+	if [ "$KFLAVOUR" = debug ]; then
+		debug_kernel | sed -n 's/^KVER=//p'
 		return
 	fi
 	dep=$(apt-cache depends "$meta" 2>/dev/null |
@@ -134,16 +148,26 @@ build)
 	;;
 vm)
 	kver=$(resolve_kver)
-	need_pkgs qemu-system-x86 busybox-static kmod "linux-headers-$kver" \
-		rdma-core ibverbs-providers ibverbs-utils libibverbs-dev \
-		iproute2 perftest linux-source-6.1
-	unpack_kernel "$kver"
+	pkgs=(qemu-system-x86 busybox-static kmod rdma-core ibverbs-providers
+		ibverbs-utils libibverbs-dev iproute2 perftest linux-source-6.1)
+	if [ "$KFLAVOUR" = debug ]; then
+		need_pkgs "${pkgs[@]}"
+		debug_kernel >/dev/null
+	else
+		need_pkgs "${pkgs[@]}" "linux-headers-$kver"
+		unpack_kernel "$kver"
+	fi
 	unpack_kselftest
 	;;
 paths)
-	kver=$(resolve_kver)
-	echo "KVER=$kver"
-	echo "KERNEL_DIR=$(kernel_dir "$kver")"
+	if [ "$KFLAVOUR" = debug ]; then
+		debug_kernel
+	else
+		kver=$(resolve_kver)
+		echo "KVER=$kver"
+		echo "KERNEL_DIR=$(kernel_dir "$kver")"
+		echo "KDIR=/lib/modules/$kver/build"
+	fi
 	echo "KSFT_DIR=$(ksft_dir)"
 	;;
 pkg)
