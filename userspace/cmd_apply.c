@@ -4,8 +4,9 @@
  *
  * Apply policy files: the grammar of the module's `limits` file, plus
  * comments, blank lines and user names (config.c).  Without FILE:
- * SYSCONFDIR/mrpin.conf, then SYSCONFDIR/mrpin.d/\*.conf in name order; a
- * later line overrides the keys an earlier one set, as with sysctl.d.
+ * SYSCONFDIR/mrpin.conf, then the files SYSCONFDIR/mrpin.d/NAME.conf in
+ * name order; a later line overrides the keys an earlier one set, as with
+ * sysctl.d.
  * Every line of every file is checked first; then the whole is written in
  * one write(), one transaction: nothing is applied if anything is wrong.
  */
@@ -22,7 +23,7 @@
 #define MAIN_CONF SYSCONFDIR "/mrpin.conf"
 #define CONF_GLOB SYSCONFDIR "/mrpin.d/*.conf"
 
-/* The default files: mrpin.conf if there is one, then mrpin.d/\*.conf. */
+/* The default files: mrpin.conf if there is one, then mrpin.d's. */
 static int add_default_files(struct txn *t, struct policy *p, size_t *nfiles)
 {
 	glob_t g;

@@ -142,15 +142,45 @@ static int top_screen(struct top *tp)
 	return ret;
 }
 
+/* Messages while the screen is curses': kept, shown after endwin(). */
+static FILE *stderr_hold(int *saved)
+{
+	FILE *f = tmpfile();
+
+	fflush(stderr);
+	*saved = f ? dup(STDERR_FILENO) : -1;
+	if (*saved >= 0)
+		dup2(fileno(f), STDERR_FILENO);
+	return f;
+}
+
+static void stderr_release(FILE *f, int saved)
+{
+	char buf[4096];
+	size_t n;
+
+	if (saved < 0)
+		return;
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(f);
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		fwrite(buf, 1, n, stderr);
+	fclose(f);
+}
+
 static int top_curses(struct top *tp)
 {
 	SCREEN *scr;
-	int ret;
+	FILE *held;
+	int ret, saved;
 
 	setlocale(LC_CTYPE, "");
 	scr = newterm(NULL, stdout, stdin);
 	if (!scr)
 		return top_plain(tp);
+	held = stderr_hold(&saved);
 	cbreak();
 	noecho();
 	keypad(stdscr, TRUE);
@@ -158,6 +188,7 @@ static int top_curses(struct top *tp)
 	ret = top_screen(tp);
 	endwin();
 	delscreen(scr);
+	stderr_release(held, saved);
 	return ret;
 }
 

@@ -439,6 +439,9 @@ misc_tests() {
 			'[ $rc = 0 ] && grep -q "mrpinctl top: sorted by pinned" "$out/stdout"'
 	fi
 
+	check "bash completion: $(grep -c . "$here/completion.txt") cases" \
+		bash -c '"$0/completion.sh" <"$0/completion.txt"' "$here"
+
 	timeout 1 "$bin" --debugfs "$snaps/basic" events --follow >"$out/stdout" 2>"$out/stderr"
 	rc=$?
 	check "events --follow: prints what is there and waits" eval \
