@@ -59,7 +59,7 @@ static const struct column event_cols[] = {
 /* An event's usage and limit are in its key's unit: pins or bytes. */
 static void print_in_unit(const char *key, const struct event *e, uint64_t v)
 {
-	if (!strcmp(e->key, "max_pins"))
+	if (!strcmp(e->key, "max_pins") || !strcmp(e->key, "mr_table"))
 		print_u64(key, v);
 	else
 		print_bytes(key, v);
@@ -208,10 +208,10 @@ static int reader_run(struct reader *r, bool follow)
 		} else if (n < 0 && errno != EAGAIN) {
 			pr_err("reading %s: %s", r->h.path, strerror(errno));
 			ret = EXIT_FAIL;
-		} else if (!follow) {
-			break;
-		} else {
+		} else if (follow) {
 			ret = reader_wait(r, n == 0);
+		} else {
+			break;
 		}
 	}
 	if (!ret && r->keep && r->len && r->buf[r->len - 1] != '\n') {

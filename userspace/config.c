@@ -80,7 +80,7 @@ static bool key_learned(const char *key, size_t len)
 }
 
 static int err_at(struct cfg_err *e, int tok, size_t off, const char *fmt, ...)
-	PRINTF(4, 5);
+	__printf(4, 5);
 
 static int err_at(struct cfg_err *e, int tok, size_t off, const char *fmt, ...)
 {

@@ -316,15 +316,27 @@ static int parse_options(int argc, char **argv)
 	       (c = getopt_long(argc, argv, ":jphVfd:n:", long_options,
 				NULL)) != -1) {
 		switch (c) {
-		case 'j': opts.json = true; break;
-		case 'p': opts.json = opts.pretty = true; break;
-		case 'h': opts.help = true; break;
+		case 'j':
+			opts.json = true;
+			break;
+		case 'p':
+			opts.json = opts.pretty = true;
+			break;
+		case 'h':
+			opts.help = true;
+			break;
 		case 'V':
 			printf("mrpinctl %s\n", MRPIN_VERSION);
 			exit(EXIT_OK);
-		case 'D': opts.debugfs = optarg; break;
-		case 'f': opts.given |= OPT_FOLLOW; break;
-		case 'c': opts.given |= OPT_CHECK; break;
+		case 'D':
+			opts.debugfs = optarg;
+			break;
+		case 'f':
+			opts.given |= OPT_FOLLOW;
+			break;
+		case 'c':
+			opts.given |= OPT_CHECK;
+			break;
 		case 'd':
 			opts.given |= OPT_DELAY;
 			ret = parse_delay(optarg);
@@ -333,7 +345,9 @@ static int parse_options(int argc, char **argv)
 			opts.given |= OPT_ITERATIONS;
 			ret = parse_iterations(optarg);
 			break;
-		case 'P': opts.given |= OPT_PER_PROCESS; break;
+		case 'P':
+			opts.given |= OPT_PER_PROCESS;
+			break;
 		default:
 			ret = bad_option(argv, c);
 		}

@@ -21,7 +21,7 @@
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define UNLIMITED UINT64_MAX
 
-#define PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define __printf(f, a) __attribute__((format(printf, f, a)))
 
 /* Exit codes. */
 enum {
@@ -94,8 +94,8 @@ int do_export(int argc, char **argv);
 
 /* --- util.c --- */
 
-void pr_err(const char *fmt, ...) PRINTF(1, 2);
-int usage_err(const char *fmt, ...) PRINTF(1, 2);
+void pr_err(const char *fmt, ...) __printf(1, 2);
+int usage_err(const char *fmt, ...) __printf(1, 2);
 void *xmalloc(size_t size);
 void *xrealloc(void *p, size_t size);
 char *xstrdup(const char *s);

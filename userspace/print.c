@@ -402,8 +402,7 @@ static void fit_cut(const struct text_list *l, unsigned int *w,
 	}
 }
 
-/* Leave out the columns of highest prio (the rightmost first) until the
- * line fits. */
+/* Leave out the columns of highest prio (the rightmost first) to fit. */
 static void fit_drop(const struct text_list *l, const unsigned int *w,
 		     bool *show)
 {
@@ -594,7 +593,8 @@ static void put_text(const char *key, const char *text)
 	size_t i, len;
 	unsigned int w;
 
-	if (!lv || !(c = find_col(lv, key, &i)))
+	c = lv ? find_col(lv, key, &i) : NULL;
+	if (!c)
 		return;
 	if (lv->kind == LV_ITEM) {
 		char **cell = &out.list.cells[(out.list.nrows - 1) *

@@ -164,7 +164,8 @@ const char *parse_size_arg(const char *s, void *dst)
 	v = strtod(s, &end);
 	if (errno)
 		return "size too large";
-	if (*end && (p = strchr(suffixes, end[0] & ~0x20))) {
+	p = *end ? strchr(suffixes, end[0] & ~0x20) : NULL;
+	if (p) {
 		shift = 10 * (int)(p - suffixes + 1);
 		end++;
 		if (end[0] == 'i' && end[1] == 'B')
