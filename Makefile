@@ -119,8 +119,8 @@ DKMS_SOURCE_TREE ?= /usr/src
 DKMS_FLAGS ?=
 DKMS_KERNELS ?=
 PKG := $(CURDIR)/packaging
-DKMS_SRC := dkms.conf Kbuild kmod/Kbuild $(sort $(wildcard $(CURDIR)/kmod/*.c \
-	$(CURDIR)/kmod/*.h))
+DKMS_SRC := dkms.conf Kbuild kmod/Kbuild $(sort $(filter-out %.mod.c, \
+	$(wildcard $(CURDIR)/kmod/*.c $(CURDIR)/kmod/*.h)))
 # /etc files: installed source:destination, and never overwritten.
 ETC_FILES := mrpin.conf:mrpin.conf \
 	modprobe.d-mrpin.conf:modprobe.d/mrpin.conf \
