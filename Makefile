@@ -18,7 +18,9 @@ ifneq ($(KERNELRELEASE),)
 include $(src)/Kbuild
 else
 
-SETUP := $(CURDIR)/scripts/setup.sh
+# $(shell) does not see exported variables before GNU make 4.4: pass the
+# flavour explicitly.
+SETUP := KFLAVOUR=$(KFLAVOUR) $(CURDIR)/scripts/setup.sh
 export KFLAVOUR
 ifeq ($(origin KVER),undefined)
 KVER := $(shell $(SETUP) kver)
