@@ -20,7 +20,7 @@ PTY_TOP=$repo/userspace/tests/pty_top.py
 LIMITS=$MRPIN_DIR/limits
 [ -x "$CTL" ] || ktap_skip_all "$CTL is not built"
 command -v python3 >/dev/null || ktap_skip_all "python3 is missing"
-ktap_plan 48
+ktap_plan 49
 
 tmp=$(mktemp -d)
 export COLUMNS=80 TZ=UTC
@@ -239,6 +239,11 @@ rc=$?
 ktap_check "not_root_changing_limits" \
 	bash -c "[ $rc = 1 ] && grep -q 'run mrpinctl as root' '$tmp/err' && [ \"\$(cat '$LIMITS')\" = '$default' ]"
 chmod "$debugfs_mode" /sys/kernel/debug
+
+unshare -m bash -c "umount -l /sys/kernel/debug && '$CTL' status" >/dev/null 2>"$tmp/err"
+rc=$?
+ktap_check "debugfs_not_mounted_one_sentence_exit_1" \
+	bash -c "[ $rc = 1 ] && grep -qx \"mrpinctl: debugfs is not mounted: run 'mount -t debugfs none /sys/kernel/debug'; /sys/kernel/debug/mrpin was not found\" '$tmp/err'"
 
 stop_pinner
 ktap_check "pins_released_shown_as_zero" json_is "d['pins'] == 0 and d['top_procs'] == []" status
