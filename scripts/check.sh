@@ -1,12 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# `make check`: run every selftest in the test VM, print the KTAP stream and
-# a last line "N passed, N failed, N skipped".  Exits 0 only when no test
+# `make check`: mrpinctl's host tests, then every selftest in the test VM;
+# print the KTAP streams and a last line "N passed, N failed, N skipped"
+# (host test points and VM test programs together).  Exits 0 only when no test
 # failed and the VM run was clean (no kernel warning, taint, crash or hang:
 # a dirty run counts as one more failure).
 #
-#   check.sh [TEST...]       default: every test
+#   check.sh [TEST...]       default: every test (TEST: VM tests only)
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,6 +16,19 @@ mkdir -p "$repo/build"
 ktap=$repo/build/check.ktap
 
 start=$(date +%s)
+host_passed=0 host_failed=0
+if [ $# -eq 0 ]; then
+	# mrpinctl's own tests, on the host: parsers, printers, bad input.
+	hostlog=$repo/build/check-host.log
+	make -s --no-print-directory -C "$repo/userspace" check 2>&1 | tee "$hostlog"
+	summary=$(sed -n 's/^# mrpinctl host tests: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$hostlog")
+	if [ -n "$summary" ]; then
+		read -r host_passed host_failed <<<"$summary"
+	else
+		echo "check: the mrpinctl host tests did not report a result" >&2
+		host_failed=1
+	fi
+fi
 "$here/vm-run.sh" -- selftests/run_kselftest.sh "$@" | tee "$ktap"
 vm_status=${PIPESTATUS[0]}
 
@@ -33,6 +47,8 @@ if [ "$vm_status" != 0 ] && [ "$failed" = 0 ]; then
 	echo "check: the VM run failed (status $vm_status): counted as a failure" >&2
 	failed=$((failed + 1))
 fi
+passed=$((passed + host_passed))
+failed=$((failed + host_failed))
 echo "check: $(($(date +%s) - start))s; KTAP in $ktap, console in build/vm/console.log" >&2
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]
