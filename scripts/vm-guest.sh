@@ -22,6 +22,9 @@ finish() {
 	sync
 	umount "$run" 2>/dev/null
 	echo o >/proc/sysrq-trigger
+	# Without ACPI power-off, a reboot ends QEMU too (-no-reboot).
+	sleep 5
+	echo b >/proc/sysrq-trigger
 	sleep 30
 }
 
