@@ -86,7 +86,7 @@ clean:
 endif
 
 # ---------------------------------------------------------------------------
-# Install on a real host (packaging/README-install.md).
+# Install on a real host (README.md, "Install on a real host").
 #
 #   make install        the module into /lib/modules/KVER/updates (KVER: the
 #                       kernel kmod/mrpin.ko was built for) and depmod,
