@@ -1507,7 +1507,9 @@ static char *__backing_buf(struct __test_metadata *_metadata,
 		ASSERT_NE(MAP_FAILED, mem);
 		*memp = mem;
 		buf = (char *)(((uintptr_t)mem + 2 * MiB - 1) & ~(2 * MiB - 1));
-		ASSERT_EQ(0, madvise(buf, map_len, MADV_NOHUGEPAGE));
+		/* Without THP (PREEMPT_RT), anonymous memory is 4 KiB anyway. */
+		if (access(THP_ENABLED, F_OK) == 0)
+			ASSERT_EQ(0, madvise(buf, map_len, MADV_NOHUGEPAGE));
 		break;
 	case BACK_THP:
 		if (mrpin_read_file(THP_ENABLED, &text)) {
