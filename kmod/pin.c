@@ -317,12 +317,12 @@ int mrpin_pin_init(void)
 
 	/*
 	 * An own cache, so that its objects show in /proc/slabinfo and
-	 * failslab (where configured) can aim at it.  The constructor keeps
-	 * SLUB from merging it into another cache of the same size: 6.1 has
-	 * no SLAB_NO_MERGE, and SLAB_FAILSLAB is 0 without CONFIG_FAILSLAB.
+	 * failslab can aim at it (/sys/kernel/slab/mrpin_pin/failslab, where
+	 * configured).  The constructor keeps SLUB from merging it into
+	 * another cache of the same size: 6.1 has no SLAB_NO_MERGE.
 	 */
 	mrpin_pin_cache = kmem_cache_create("mrpin_pin", sizeof(struct mrpin_pin),
-					    0, SLAB_FAILSLAB, mrpin_pin_ctor);
+					    0, 0, mrpin_pin_ctor);
 	if (!mrpin_pin_cache)
 		return -ENOMEM;
 	ret = rhashtable_init(&mrpin_pins_by_umem, &mrpin_pin_params);
