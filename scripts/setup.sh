@@ -135,7 +135,7 @@ kver)
 	;;
 build)
 	kver=$(resolve_kver)
-	pkgs=(make gcc libibverbs-dev libncurses-dev pkg-config python3)
+	pkgs=(make gcc libibverbs-dev libncurses-dev libdw-dev pkg-config python3)
 	# The test kernel's headers, unless the build uses another tree (the
 	# running kernel's, or a KDIR of the caller's choosing).
 	kdir=${KDIR:-/lib/modules/$(uname -r)/build}
@@ -177,7 +177,7 @@ pkg)
 	# .debs, lintian to check them, systemd for systemd-analyze.
 	kver=$(resolve_kver)
 	need_pkgs make gcc kmod dkms debhelper dh-dkms dpkg-dev fakeroot lintian \
-		libncurses-dev pkg-config \
+		libncurses-dev libdw-dev pkg-config \
 		systemd "linux-headers-$kver"
 	;;
 *)

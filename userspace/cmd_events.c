@@ -20,20 +20,6 @@
 
 #include "mrpinctl.h"
 
-struct event {
-	uint64_t seq;
-	uint64_t time_ns;
-	char *action;
-	uint64_t pid;
-	char *comm;
-	uint64_t uid;
-	char *scope;
-	char *key;
-	uint64_t asked;
-	uint64_t usage;
-	uint64_t limit;
-};
-
 #define F(name, t) { #name, t, offsetof(struct event, name), false }
 static const struct tbl_field event_fields[] = {
 	F(seq, TF_U64), F(time_ns, TF_U64), F(action, TF_STR), F(pid, TF_U64),
@@ -95,11 +81,9 @@ struct reader {
 	char *buf;
 	size_t len;
 	size_t size;
-	struct event *events;	/* kept; lost: seq UINT64_MAX, asked N */
+	struct event *events;	/* kept; lost: seq EVENT_LOST, asked N */
 	size_t nevents;
 };
-
-#define LOST UINT64_MAX
 
 static void print_lost(uint64_t n)
 {
@@ -116,7 +100,7 @@ static void print_lost(uint64_t n)
 static void reader_event(struct reader *r, const struct event *e)
 {
 	if (!r->keep) {
-		if (e->seq == LOST)
+		if (e->seq == EVENT_LOST)
 			print_lost(e->asked);
 		else
 			print_event(e);
@@ -136,7 +120,7 @@ static int reader_line(struct reader *r, char *line)
 		return tbl_header_parse(&r->h, line, event_fields,
 					ARRAY_SIZE(event_fields));
 	if (!strncmp(line, "# lost ", 7) && parse_u64_all(line + 7, &e.asked)) {
-		e.seq = LOST;
+		e.seq = EVENT_LOST;
 		reader_event(r, &e);
 		return 0;
 	}
@@ -255,7 +239,7 @@ static void print_kept(const struct reader *r)
 
 	out_list_begin(NULL, event_cols, ARRAY_SIZE(event_cols));
 	for (i = 0; i < r->nevents; i++) {
-		if (r->events[i].seq == LOST)
+		if (r->events[i].seq == EVENT_LOST)
 			print_lost(r->events[i].asked);
 		else
 			print_event(&r->events[i]);
@@ -286,6 +270,32 @@ static int events_show(int argc, char **argv)
 	free(r.buf);
 	free(r.events);
 	return ret;
+}
+
+/*
+ * The events the ring holds, oldest first, without waiting (for doctor):
+ * *events point into *buf; the caller frees both.
+ */
+int events_load(struct event **events, size_t *n, char **buf)
+{
+	struct reader r = { .fd = -1, .keep = true };
+	int ret;
+
+	ret = events_open(&r);
+	if (ret)
+		return ret;
+	ret = reader_run(&r, false);
+	close(r.fd);
+	free((char *)r.h.path);
+	if (ret) {
+		free(r.buf);
+		free(r.events);
+		return ret;
+	}
+	*events = r.events;
+	*n = r.nevents;
+	*buf = r.buf;
+	return 0;
 }
 
 static int events_help(int argc, char **argv)

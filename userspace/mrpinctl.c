@@ -33,6 +33,7 @@ static const struct cmd objects[] = {
 	{ .name = "events", .fn = do_events },
 	{ .name = "top", .fn = do_top },
 	{ .name = "export", .fn = do_export },
+	{ .name = "doctor", .fn = do_doctor },
 	{ .name = "help", .fn = do_help },
 	{ .name = "stats", .fn = do_status, .alias = true },
 	{ .name = "procs", .fn = do_proc, .alias = true },
@@ -60,6 +61,7 @@ static void usage(FILE *f)
 	      "  events [--follow]\n"
 	      "  top [--delay SECONDS] [--iterations N]\n"
 	      "  export prometheus [--per-process] [FILE]\n"
+	      "  doctor                  registration mistakes, worst first, with advice\n"
 	      "\n"
 	      "Options:\n"
 	      "  -j, --json             JSON output, with exact numbers (bytes, ms, ns)\n"

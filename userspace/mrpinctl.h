@@ -91,6 +91,7 @@ int do_apply(int argc, char **argv);
 int do_events(int argc, char **argv);
 int do_top(int argc, char **argv);
 int do_export(int argc, char **argv);
+int do_doctor(int argc, char **argv);
 
 /* --- util.c --- */
 
@@ -226,6 +227,23 @@ struct cgroup_row {
 	uint64_t pinned_bytes;
 };
 
+/* An event of the `events` stream; "# lost N": seq EVENT_LOST, asked N. */
+struct event {
+	uint64_t seq;
+	uint64_t time_ns;
+	char *action;
+	uint64_t pid;
+	char *comm;
+	uint64_t uid;
+	char *scope;
+	char *key;
+	uint64_t asked;
+	uint64_t usage;
+	uint64_t limit;
+};
+
+#define EVENT_LOST UINT64_MAX
+
 int load_stats(struct stats *s);
 int load_devs(struct table *t);
 int load_procs(struct table *t);
@@ -237,6 +255,9 @@ int load_version(char *buf, size_t len);
 enum proc_sort { SORT_PINNED, SORT_PINS, SORT_PEAK };
 extern const char *const proc_sort_names[];
 void procs_sort(struct table *t, enum proc_sort by);
+
+/* --- cmd_events.c --- */
+int events_load(struct event **events, size_t *n, char **buf);
 
 /* --- json.c --- */
 

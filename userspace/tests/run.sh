@@ -7,13 +7,16 @@
 # message naming the problem, truncated and garbled tables, and never a
 # crash: run it on the ASan+UBSan build (make check does).  KTAP on stdout.
 #
-#   run.sh MRPINCTL [UNIT]      UNIT: the unit-test binary (tests/unit.c)
+#   run.sh MRPINCTL [UNIT [TARGET]]
+#               UNIT: the unit-test binary (tests/unit.c); TARGET: the live
+#               process whose call site doctor symbolizes (callsite-target.c)
 #   UPDATE=1 run.sh ...         rewrite expected/ from the current output
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(realpath "$1")
 unit=${2:+$(realpath "$2")}
+target=${3:+$(realpath "$3")}
 snaps=$here/snapshots
 out=$here/out
 rm -rf "$out"
@@ -79,6 +82,7 @@ unit_tests() {
 
 # --- golden output of every command, on the recorded snapshots ---
 
+# golden NAME DIR ARGS...: the output as expected/NAME; status 0, or $STATUS.
 golden() {
 	local name=$1 dir=$2
 	shift 2
@@ -86,7 +90,7 @@ golden() {
 	if [ -n "${UPDATE:-}" ]; then
 		cp "$out/stdout" "$here/expected/$name"
 	fi
-	if clean && [ "$rc" = 0 ] && cmp -s "$out/stdout" "$here/expected/$name"; then
+	if clean && [ "$rc" = "${STATUS:-0}" ] && cmp -s "$out/stdout" "$here/expected/$name"; then
 		ok "golden: $name"
 	else
 		not_ok "golden: $name"
@@ -128,6 +132,9 @@ golden_tests() {
 	golden json-pin basic -j pin
 	golden json-limit basic -p limit
 	golden json-events basic -j events
+	STATUS=1 golden doctor mistakes doctor
+	STATUS=1 golden json-doctor mistakes -p doctor
+	golden doctor-clean clean doctor
 }
 
 # --- JSON: valid, exact, for every command ---
@@ -163,6 +170,90 @@ json_tests() {
 	run "$snaps/basic" -j events
 	check "json: events in order, lost reported" json_is \
 		'[e.get("seq") for e in d] == [0, 1, None, 5, 6] and d[2] == {"lost": 3} and d[3]["scope"] == "cgroup:/system.slice/perftest runs.service"'
+}
+
+# --- doctor: every kind of finding, worst first; exit 1; nothing: exit 0 ---
+
+doctor_tests() {
+	local kinds='global-limit mr-table stack denied leak-exit 4k-pages churn oversized over-limit misaligned misaligned-2m leak-suspect'
+	run "$snaps/mistakes" -j doctor
+	check "doctor: mistakes exit 1, valid JSON" eval 'clean && [ $rc = 1 ] && json_valid'
+	check "doctor: every kind of finding" json_is \
+		"sorted(set(f['kind'] for f in d)) == sorted('$kinds'.split())"
+	check "doctor: worst first (high, medium, low)" json_is \
+		'[f["severity"] for f in d] == sorted((f["severity"] for f in d), key=["high", "medium", "low"].index)'
+	check "doctor: the order of the kinds within a severity" json_is \
+		'[f["kind"] for f in d if f["severity"] == "high"] == ["global-limit", "mr-table", "stack", "stack", "denied", "denied", "denied"]'
+	check "doctor: every finding has severity, kind, subject, evidence, message, advice" json_is \
+		'all(set(f) == {"severity", "kind", "subject", "evidence", "message", "advice"} and f["advice"] and "; " not in f["message"] for f in d)'
+	check "doctor: stack buffers, exact" json_is \
+		'[f["evidence"]["stack_pins"] for f in d if f["kind"] == "stack" and f["subject"].get("pid") == 4242] == [3] and any(f["subject"] == {"scope": "process", "pid": 8080, "comm": "stackbuf"} and f["evidence"]["refused"] == 1 for f in d) and any(f["kind"] == "stack" and f["subject"] == {"scope": "global"} and f["evidence"]["stack_pins"] == 2 for f in d)'
+	check "doctor: leaks by program and user, exact" json_is \
+		'[(f["subject"]["comm"], f["subject"]["uid"], f["evidence"]["count"], f["evidence"]["bytes"], f["evidence"]["last_time_ns"]) for f in d if f["kind"] == "leak-exit"][0] == ("worker", 4000000, 5312, 44023414784, 1796006349433497070)'
+	check "doctor: 4 KiB pages, exact" json_is \
+		'[(f["subject"]["pid"], f["evidence"]["pinned_bytes"], f["evidence"]["bytes_4k"]) for f in d if f["kind"] == "4k-pages"] == [(77, 12884897792, 12371095552)]'
+	check "doctor: churn, exact" json_is \
+		'[(f["subject"]["pid"], f["evidence"]["released"], f["evidence"]["under_1ms"], f["evidence"]["reg_per_s"]) for f in d if f["kind"] == "churn"] == [(9, 10000, 9120, 250)]'
+	check "doctor: MR table now, and a mark crossed before" json_is \
+		'[(f["severity"], f["subject"]["device"]) for f in d if f["kind"] == "mr-table"] == [("high", "rxe0"), ("medium", "mlx5_1")] and d[1]["evidence"]["pins"] == 436000 and d[1]["evidence"]["mr_table_warn_percent"] == 80'
+	check "doctor: the global limit in warn mode" json_is \
+		'd[0]["kind"] == "global-limit" and d[0]["evidence"]["pinned_bytes"] == 49391398912 and d[0]["evidence"]["global_max_pinned"] == 40 << 30 and d[0]["evidence"]["action"] == "warn"'
+	check "doctor: refusals by process and limit; comm and cgroup unescaped" json_is \
+		'[(f["subject"]["comm"], f["evidence"]["scope"], f["evidence"]["key"], f["evidence"]["events"]) for f in d if f["kind"] == "denied"] == [("mrpin_pinner", "process", "max_pinned", 2), ("ib_write_bw", "cgroup:/system.slice/perftest runs.service", "max_pins", 1), ("pin ner", "global", "max_pin_size", 1)]'
+	check "doctor: misaligned starts and large pins" json_is \
+		'[(f["kind"], f["subject"]["pid"], f["evidence"]["count"]) for f in d if f["kind"].startswith("misaligned")] == [("misaligned", 153, 1), ("misaligned-2m", 77, 1)]'
+	check "doctor: oversized pins; the healthy process has nothing" json_is \
+		'[f["subject"]["pid"] for f in d if f["kind"] == "oversized"] == [4242, 77] and not any(f["subject"].get("comm") == "healthy" for f in d)'
+	check "doctor: leak suspects, oldest and biggest, raw frames when the process is gone" json_is \
+		'sorted(f["evidence"]["which"] for f in d if f["kind"] == "leak-suspect") == ["biggest", "oldest"] and all(f["evidence"]["caller"]["object"] is None and len(f["evidence"]["frames"]) == 4 for f in d if f["kind"] == "leak-suspect")'
+	run "$snaps/mistakes" doctor
+	check "doctor: text, one line a finding with its advice, then the count" eval \
+		'[ $rc = 1 ] && [ "$(grep -c "; " "$out/stdout")" = 21 ] && tail -n1 "$out/stdout" | grep -qx "21 findings: 7 high, 10 medium, 4 low"'
+	run "$snaps/clean" -j doctor
+	check "doctor: nothing found: exit 0, []" eval 'clean && [ $rc = 0 ] && json_is "d == []"'
+	run "$snaps/clean" doctor
+	check "doctor: nothing found: one line" eval \
+		'[ $rc = 0 ] && [ "$(cat "$out/stdout")" = "no problems found (2 processes, 3 pins, 2 devices)" ]'
+	run "$snaps/old" doctor
+	check "doctor: an old module: exit 1, what is missing named" fails_with 1 "old/stats: no 'stack_pins_total' line"
+	scratch mistakes
+	sed -i '3s/ [0-9,]*$/ 1,2,x/' "$out/snap/procs"
+	run "$out/snap" doctor
+	check "doctor: a bad life_hist: exit 1, named" fails_with 1 "snap/procs: pid 77: column 'life_hist': expected comma-separated counts, found '1,2,x'"
+	scratch mistakes
+	rm "$out/snap/callsites"
+	run "$out/snap" doctor
+	check "doctor: no callsites file: exit 1, named" fails_with 1 "snap/callsites was not found"
+	doctor_callsite_test
+}
+
+# A live process with debug info: its call site by function and line.
+doctor_callsite_test() {
+	local pid frames line i
+	[ -n "$target" ] || return
+	scratch clean
+	mkfifo "$out/target.in"
+	"$target" <"$out/target.in" >"$out/target.out" &
+	pid=$!
+	exec 8>"$out/target.in"
+	for i in $(seq 50); do
+		grep -q '^line ' "$out/target.out" && break
+		sleep 0.1
+	done
+	frames=$(sed -n 's/^frames //p' "$out/target.out")
+	line=$(sed -n 's/^line //p' "$out/target.out")
+	echo "$pid callsite-target 3 12288 5000 $frames" >>"$out/snap/callsites"
+	run "$out/snap" -j doctor
+	check "doctor: a live call site, symbolized with libdwfl" json_is \
+		"[(f['kind'], f['evidence']['caller']['function'], f['evidence']['caller']['file'].endswith('/tests/callsite-target.c'), f['evidence']['caller']['line'], f['evidence']['caller']['object'] == '$target', [x['function'] for x in f['evidence']['frames']][2:]) for f in d] == [('leak-suspect', 'register_buffers', True, $line, True, ['register_buffers', 'main'])]"
+	run "$out/snap" doctor
+	check "doctor: the call site in text: function, file:line, object+offset" \
+		grep -Eq "were registered from register_buffers at callsite-target\.c:$line \(callsite-target\+0x[0-9a-f]+\); " "$out/stdout"
+	exec 8>&-
+	wait "$pid"
+	run "$out/snap" doctor
+	check "doctor: the same process gone: raw frames" \
+		grep -qF "were registered from $frames (not symbolized: the process is gone)" "$out/stdout"
 }
 
 # --- bad command lines and bad configs: exit 2, one clear message ---
@@ -347,6 +438,23 @@ truncation_fuzz() {
 		done
 	done
 	check "fuzz: random bytes as tables: exit 1, no crash" test "$bad" = 0
+	# doctor reads every table: each of them cut at about 60 places.
+	for file in stats procs pins devices leaks callsites events limits; do
+		size=$(wc -c <"$snaps/mistakes/$file")
+		bad=0
+		n=0
+		for ((i = 0; i < size; i += size / 60 + 1)); do
+			scratch mistakes
+			head -c "$i" "$snaps/mistakes/$file" >"$out/snap/$file"
+			run "$out/snap" doctor
+			n=$((n + 1))
+			if ! clean || [ "$rc" -gt 1 ]; then
+				bad=$((bad + 1))
+				diag "doctor, $file cut at $i: status $rc"
+			fi
+		done
+		check "fuzz: doctor, $file cut at $n places: exit 0 or 1, no crash" test "$bad" = 0
+	done
 }
 
 # --- the module not there ---
@@ -400,7 +508,7 @@ misc_tests() {
 	local args
 	for args in "-h" "help" "proc -h" "proc help" "pin --help" "dev help" \
 		"limit set -h" "limit help" "apply -h" "events help" "top -h" \
-		"export -h" "status help"; do
+		"export -h" "status help" "doctor help" "doctor -h"; do
 		# shellcheck disable=SC2086
 		run "$snaps/basic" $args
 		check "help: mrpinctl $args" eval '[ $rc = 0 ] && grep -q "^Usage: mrpinctl" "$out/stdout" && [ ! -s "$out/stderr" ]'
@@ -457,6 +565,7 @@ misc_tests() {
 unit_tests
 golden_tests
 json_tests
+doctor_tests
 bad_args_tests
 bad_config_tests
 good_config_tests
