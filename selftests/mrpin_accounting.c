@@ -57,19 +57,6 @@ static struct mr_range mr_range(const void *addr, size_t length)
 	return (struct mr_range){ (uintptr_t)addr, length };
 }
 
-/* A page-aligned, touched anonymous buffer of @len bytes. */
-static void *__map_buf(struct __test_metadata *_metadata, size_t len)
-{
-	void *buf;
-
-	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, buf);
-	memset(buf, 0x5a, len);
-	return buf;
-}
-#define map_buf(len) __map_buf(_metadata, len)
-
 /*
  * `pins` holds exactly the MRs @mrs of process @pid (in any order; the
  * same range may appear more than once), each with the pages it spans,
@@ -894,23 +881,14 @@ TEST_F(accounting, failed_registrations_leave_nothing_charged)
  */
 int main(int argc, char **argv)
 {
-	const char *dev = mrpin_dev_name();
-	struct ibv_context *ctx;
 	struct mrpin_stats stats;
 	int ret;
 
-	if (geteuid())
-		ksft_exit_skip("mrpin's debugfs files are for root only\n");
-	if (access(MRPIN_DEBUGFS, F_OK))
-		ksft_exit_skip("%s is missing: is mrpin loaded?\n",
-			       MRPIN_DEBUGFS);
+	mrpin_require_loaded(NULL, NULL);
 	ret = mrpin_read_stats(&stats);
 	if (ret)
 		ksft_exit_fail_msg("%s/stats: %s\n", MRPIN_DEBUGFS,
 				   strerror(-ret));
-	ctx = mrpin_open_dev(dev);
-	if (!ctx)
-		ksft_exit_skip("RDMA device %s: %s\n", dev, strerror(errno));
-	ibv_close_device(ctx);
+	mrpin_require_dev();
 	return test_harness_run(argc, argv);
 }

@@ -22,7 +22,7 @@
  * Every test starts from the default policy and restores it (`reset`),
  * and leaves no pin, no huge-page backed byte and no kernel warning behind.
  * The kernel log lines of warnings and refusals are rate-limited: the tests
- * that look for one space their logged events out (log_room()).
+ * that look for one space their logged events out (mrpin_log_room()).
  */
 /* The 6.1 harness has an unused parameter: keep -Wextra quiet about it. */
 #pragma GCC diagnostic push
@@ -47,7 +47,7 @@
 #define GiB		(1024 * MiB)
 #define PAGE		4096ULL
 
-#define LIMITS_FILE	MRPIN_DEBUGFS "/limits"
+#define LIMITS_FILE	MRPIN_LIMITS_FILE
 #define EVENTS_FILE	MRPIN_DEBUGFS "/events"
 #define EVENTS_HEADER	"# seq time_ns action pid comm uid scope key asked usage limit"
 #define PINS_TAIL	" age_ms stack bytes_4k bytes_2m bytes_1g align oversized"
@@ -65,28 +65,8 @@
 #define LIFE_BUCKETS	24
 #define MAX_FRAMES	8
 
-/*
- * The kernel's rate limit on the warning/refusal log lines: assumed to let
- * at least LOG_BURST lines through in any LOG_WINDOW seconds (the module's
- * is 10 in 5 s).
- */
-#define LOG_BURST	10
-#define LOG_WINDOW	5.5
-
-struct shared_state {
-	double logged[LOG_BURST];	/* CLOCK_MONOTONIC, circular */
-	unsigned int next;
-};
-
-static struct shared_state *shared;
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
+/* When this program made mrpin log (MAP_SHARED by the tests). */
+static struct mrpin_log_budget *shared;
 
 static uint64_t realtime_ns(void)
 {
@@ -94,40 +74,6 @@ static uint64_t realtime_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static void sleep_s(double s)
-{
-	struct timespec ts = { (time_t)s, (long)((s - (time_t)s) * 1e9) };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
-/* This program just made mrpin log @n warnings or refusals. */
-static void note_logged(unsigned int n)
-{
-	double t = now_s();
-
-	if (!shared)
-		return;
-	if (n > LOG_BURST)
-		n = LOG_BURST;
-	while (n--)
-		shared->logged[shared->next++ % LOG_BURST] = t;
-}
-
-/* Wait until the next logged warning or refusal cannot be rate-limited. */
-static void log_room(void)
-{
-	double oldest, wait;
-
-	if (!shared)
-		return;
-	oldest = shared->logged[shared->next % LOG_BURST];
-	wait = oldest + LOG_WINDOW - now_s();
-	if (oldest > 0 && wait > 0)
-		sleep_s(wait);
 }
 
 /* Files. */
@@ -198,76 +144,6 @@ static void __global_line(struct __test_metadata *_metadata, char *line,
 
 /* The kernel log, through /dev/kmsg. */
 
-static int kmsg_open(void)
-{
-	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-
-	if (fd >= 0)
-		lseek(fd, 0, SEEK_END);
-	return fd;
-}
-
-/* The messages logged since the last call, one a line (to free()). */
-static char *kmsg_read(int fd)
-{
-	size_t len = 0, size = 16384, mlen;
-	char rec[8192], *out, *tmp, *msg, *end;
-	ssize_t n;
-
-	out = malloc(size);
-	if (!out)
-		return NULL;
-	for (;;) {
-		n = read(fd, rec, sizeof(rec) - 1);
-		if (n < 0 && errno == EPIPE)
-			continue;
-		if (n <= 0)
-			break;
-		rec[n] = '\0';
-		msg = strchr(rec, ';');
-		if (!msg)
-			continue;
-		msg++;
-		end = strchr(msg, '\n');
-		mlen = end ? (size_t)(end - msg) : strlen(msg);
-		if (len + mlen + 2 > size) {
-			size = 2 * (len + mlen + 2);
-			tmp = realloc(out, size);
-			if (!tmp) {
-				free(out);
-				return NULL;
-			}
-			out = tmp;
-		}
-		memcpy(out + len, msg, mlen);
-		len += mlen;
-		out[len++] = '\n';
-	}
-	out[len] = '\0';
-	return out;
-}
-
-static const char *const kernel_problems[] = {
-	"WARNING:", "BUG:", "Oops", "general protection", "KASAN", "UBSAN",
-	"refcount_t:", "list_add corruption", "list_del corruption",
-	"stack-protector", "soft lockup", "hung_task", "blocked for more than",
-};
-
-static const char *log_problem(const char *log)
-{
-	const char *hit, *best = NULL;
-	size_t i;
-
-	for (i = 0; i < MRPIN_ARRAY_SIZE(kernel_problems); i++) {
-		hit = strstr(log, kernel_problems[i]);
-		if (hit && (!best || hit < best))
-			best = hit;
-	}
-	while (best && best > log && best[-1] != '\n')
-		best--;
-	return best;
-}
-
 /* Whether @log has a line equal to @line (or, with @sub, containing it). */
 static bool log_has(const char *log, const char *line, bool sub)
 {
@@ -288,30 +164,11 @@ static bool log_has(const char *log, const char *line, bool sub)
 	return false;
 }
 
-static void log_show_mrpin(const char *log)
-{
-	const char *pos = log, *end;
-	int shown = 0;
-
-	while (*pos && shown < 8) {
-		end = strchr(pos, '\n');
-		if (!end)
-			break;
-		if (!strncmp(pos, "mrpin", 5)) {
-			ksft_print_msg("  log: %.*s\n", (int)(end - pos), pos);
-			shown++;
-		}
-		pos = end + 1;
-	}
-	if (!shown)
-		ksft_print_msg("  log: (no mrpin line)\n");
-}
-
 /* Expect the new kernel log lines of @kfd to hold @line (exactly). */
 static void __check_log(struct __test_metadata *_metadata, int kfd,
 			const char *line)
 {
-	char *log = kmsg_read(kfd);
+	char *log = mrpin_kmsg_read(kfd);
 	bool found;
 
 	ASSERT_NE(NULL, log);
@@ -319,7 +176,7 @@ static void __check_log(struct __test_metadata *_metadata, int kfd,
 	EXPECT_TRUE(found);
 	if (!found) {
 		ksft_print_msg("expected in the kernel log: %s\n", line);
-		log_show_mrpin(log);
+		mrpin_log_show(log);
 	}
 	free(log);
 }
@@ -327,91 +184,10 @@ static void __check_log(struct __test_metadata *_metadata, int kfd,
 
 /* The events file. */
 
-struct mrpin_event {
-	uint64_t seq;
-	uint64_t time_ns;
-	char action[16];
-	pid_t pid;
-	char comm[64];
-	uint64_t uid;
-	char scope[512];
-	char key[32];
-	uint64_t asked;
-	uint64_t usage;
-	uint64_t limit;
-};
-
 struct events {
 	struct mrpin_event *ev;
 	int n;
 };
-
-static int read_available(int fd, char **textp)
-{
-	size_t len = 0, size = 65536;
-	char *buf, *tmp;
-	ssize_t n;
-
-	buf = malloc(size);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		if (size - len < 8192) {
-			size *= 2;
-			tmp = realloc(buf, size);
-			if (!tmp) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = tmp;
-		}
-		n = read(fd, buf + len, size - len - 1);
-		if (n > 0) {
-			len += n;
-			continue;
-		}
-		if (!n || errno == EAGAIN)
-			break;
-		n = -errno;
-		free(buf);
-		return n;
-	}
-	buf[len] = '\0';
-	*textp = buf;
-	return 0;
-}
-
-static int parse_event(char *line, struct mrpin_event *ev)
-{
-	char *f[16], *save, *tok;
-	uint64_t pid;
-	int n = 0;
-
-	for (tok = strtok_r(line, " ", &save); tok;
-	     tok = strtok_r(NULL, " ", &save)) {
-		if (n == 16)
-			return -EPROTO;
-		f[n++] = tok;
-	}
-	if (n != 11 || strlen(f[2]) >= sizeof(ev->action) ||
-	    strlen(f[7]) >= sizeof(ev->key))
-		return -EPROTO;
-	memset(ev, 0, sizeof(*ev));
-	strcpy(ev->action, f[2]);
-	strcpy(ev->key, f[7]);
-	if (mrpin_parse_u64(f[0], &ev->seq) ||
-	    mrpin_parse_u64(f[1], &ev->time_ns) ||
-	    mrpin_parse_u64(f[3], &pid) || pid > INT32_MAX ||
-	    mrpin_unescape(ev->comm, sizeof(ev->comm), f[4]) ||
-	    mrpin_parse_u64(f[5], &ev->uid) ||
-	    mrpin_unescape(ev->scope, sizeof(ev->scope), f[6]) ||
-	    mrpin_parse_u64(f[8], &ev->asked) ||
-	    mrpin_parse_u64(f[9], &ev->usage) ||
-	    mrpin_parse_u64(f[10], &ev->limit))
-		return -EPROTO;
-	ev->pid = pid;
-	return 0;
-}
 
 /* Every event the file holds now, from a new open. */
 static void __read_events(struct __test_metadata *_metadata, struct events *e)
@@ -425,7 +201,7 @@ static void __read_events(struct __test_metadata *_metadata, struct events *e)
 	ASSERT_LE(0, fd) {
 		TH_LOG("%s: %s", EVENTS_FILE, strerror(errno));
 	}
-	ret = read_available(fd, &text);
+	ret = mrpin_read_available(fd, &text, NULL);
 	close(fd);
 	ASSERT_EQ(0, ret);
 	line = text;
@@ -442,7 +218,7 @@ static void __read_events(struct __test_metadata *_metadata, struct events *e)
 		tmp = realloc(e->ev, (e->n + 1) * sizeof(*tmp));
 		ASSERT_NE(NULL, tmp);
 		e->ev = tmp;
-		ASSERT_EQ(0, parse_event(line, &e->ev[e->n])) {
+		ASSERT_EQ(0, mrpin_parse_event(line, &e->ev[e->n])) {
 			TH_LOG("malformed event line: %s", line);
 		}
 		e->n++;
@@ -660,33 +436,8 @@ static const struct mrpin_col callsite_cols[] = {
 /* `stats`: every key of struct diag_stats must be there. */
 static int diag_read_stats(struct diag_stats *stats)
 {
-	bool seen[MRPIN_ARRAY_SIZE(diag_stat_keys)] = { false };
-	char *buf, *pos, *fields[MRPIN_MAX_COLS];
-	int n, i, ret;
-
-	ret = mrpin_read_file(MRPIN_DEBUGFS "/stats", &buf);
-	if (ret)
-		return ret;
-	pos = buf;
-	ret = -EPROTO;
-	while ((n = mrpin_split_line(&pos, fields)) != 0) {
-		if (n != 2)
-			goto out;
-		for (i = 0; i < (int)MRPIN_ARRAY_SIZE(diag_stat_keys); i++) {
-			if (strcmp(fields[0], diag_stat_keys[i].name))
-				continue;
-			if (mrpin_store(stats, &diag_stat_keys[i], fields[1]))
-				goto out;
-			seen[i] = true;
-		}
-	}
-	for (i = 0; i < (int)MRPIN_ARRAY_SIZE(diag_stat_keys); i++)
-		if (!seen[i])
-			goto out;
-	ret = 0;
-out:
-	free(buf);
-	return ret;
+	return mrpin_read_keys(MRPIN_DEBUGFS "/stats", diag_stat_keys,
+			       MRPIN_ARRAY_SIZE(diag_stat_keys), stats);
 }
 #define read_stats(s)							\
 	ASSERT_EQ(0, diag_read_stats(s)) {				\
@@ -957,25 +708,12 @@ struct diag_test {
 	uint64_t huge_saved;
 };
 
-/* A page-aligned, touched anonymous buffer of @len bytes. */
-static void *__map_buf(struct __test_metadata *_metadata, size_t len)
-{
-	void *buf;
-
-	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, buf);
-	memset(buf, 0x5a, len);
-	return buf;
-}
-#define map_buf(len) __map_buf(_metadata, len)
-
 static void __test_setup(struct __test_metadata *_metadata,
 			 struct diag_test *t)
 {
 	t->kmsg = -1;
 	ASSERT_EQ(0, mrpin_unlimit_memlock());
-	t->kmsg = kmsg_open();
+	t->kmsg = mrpin_kmsg_open();
 	ASSERT_LE(0, t->kmsg);
 	ASSERT_EQ(0, limits_write("reset\n"));
 	read_stats(&t->start);
@@ -1031,11 +769,11 @@ static void __test_teardown(struct __test_metadata *_metadata,
 
 	if (t->kmsg < 0)
 		return;
-	log = kmsg_read(t->kmsg);
+	log = mrpin_kmsg_read(t->kmsg);
 	EXPECT_NE(NULL, log);
 	if (!log)
 		return;
-	problem = log_problem(log);
+	problem = mrpin_log_problem(log);
 	EXPECT_EQ(NULL, problem);
 	if (problem)
 		ksft_print_msg("kernel log: %.*s\n",
@@ -1257,16 +995,16 @@ static void stack_checks(struct __test_metadata *_metadata,
 			TH_LOG("stack=allow: %d events, the first %s %s", n,
 			       ev[0].action, ev[0].key);
 		}
-		log = kmsg_read(job->kfd);
+		log = mrpin_kmsg_read(job->kfd);
 		ASSERT_NE(NULL, log);
 		snprintf(line, sizeof(line), "mrpin: pid %d (", getpid());
 		EXPECT_FALSE(log_has(log, line, true)) {
-			log_show_mrpin(log);
+			mrpin_log_show(log);
 		}
 		free(log);
 		return;
 	}
-	note_logged(1);
+	mrpin_note_logged(shared, 1);
 	ASSERT_EQ(1, n);
 	check_event(&ev[0], deny ? "deny" : "warn", getpid(), getuid(),
 		    "global", "stack", asked, 0, 0);
@@ -1346,8 +1084,8 @@ TEST_F(stack, registration_of_stack_memory_is_flagged_and_warned_allowed_or_deni
 	read_stats(&job.before);
 	proc_row(getpid(), &job.proc_before);
 	job.from = next_seq();
-	log_room();
-	job.kfd = kmsg_open();
+	mrpin_log_room(shared);
+	job.kfd = mrpin_kmsg_open();
 	ASSERT_LE(0, job.kfd);
 
 	if (variant->thread) {
@@ -2015,18 +1753,18 @@ TEST_F_TIMEOUT(diag, churn_shows_in_registrations_reg_per_s_and_life_hist, 240)
 
 	buf = map_buf(2 * PAGE);
 	do_reg(t->pd, buf, PAGE, &anchor);
-	t_anchor = now_s();
+	t_anchor = mrpin_now_s();
 	proc_row(getpid(), &before);
 	hist_of(&before, hb);
 	EXPECT_EQ(1ULL, (unsigned long long)before.registrations);
 	EXPECT_EQ(0ULL, (unsigned long long)before.reg_per_s);
 
-	t0 = now_s();
+	t0 = mrpin_now_s();
 	for (i = 0; i < CHURN; i++) {
 		do_reg(t->pd, buf + PAGE, PAGE, &mr);
 		do_dereg(mr);
 	}
-	t1 = now_s();
+	t1 = mrpin_now_s();
 	churn_rate = CHURN / (t1 - t0);
 
 	proc_row(getpid(), &after);
@@ -2048,10 +1786,10 @@ TEST_F_TIMEOUT(diag, churn_shows_in_registrations_reg_per_s_and_life_hist, 240)
 	EXPECT_LE((uint64_t)CHURN * 9 / 10, fast);
 
 	/* A second later, one more: the window is old enough to show. */
-	sleep_s(1.1);
+	mrpin_sleep_s(1.1);
 	do_reg(t->pd, buf + PAGE, PAGE, &last);
 	proc_row(getpid(), &after);
-	t_read = now_s();
+	t_read = mrpin_now_s();
 	avg_rate = (CHURN + 2) / (t_read - t_anchor);
 	TH_LOG("reg_per_s %llu; churn rate %.0f/s, average since the first registration %.0f/s",
 	       (unsigned long long)after.reg_per_s, churn_rate, avg_rate);
@@ -2081,17 +1819,17 @@ TEST_F_TIMEOUT(diag, idle_process_reg_per_s_falls_to_zero_and_long_lives_land_in
 
 	buf = map_buf(3 * PAGE);
 	do_reg(t->pd, buf, PAGE, &anchor);
-	t0 = now_s();
+	t0 = mrpin_now_s();
 	for (i = 0; i < 1000; i++) {
 		do_reg(t->pd, buf + PAGE, PAGE, &mr);
 		do_dereg(mr);
 	}
-	ASSERT_GT(t0 + 9.5, now_s()) {
+	ASSERT_GT(t0 + 9.5, mrpin_now_s()) {
 		TH_LOG("1000 registrations took more than 9.5 s");
 	}
 
 	/* Past the first full window: its 1001 registrations. */
-	sleep_s(t0 + 10.5 - now_s());
+	mrpin_sleep_s(t0 + 10.5 - mrpin_now_s());
 	proc_row(getpid(), &row);
 	rate = 1001 / 10.0;
 	TH_LOG("10.5 s after the first of 1001 registrations: reg_per_s %llu (%.0f expected)",
@@ -2101,7 +1839,7 @@ TEST_F_TIMEOUT(diag, idle_process_reg_per_s_falls_to_zero_and_long_lives_land_in
 	do_reg(t->pd, buf + 2 * PAGE, PAGE, &keeper);
 
 	/* A whole window later with one registration: below 1/s. */
-	sleep_s(t0 + 21 - now_s());
+	mrpin_sleep_s(t0 + 21 - mrpin_now_s());
 	proc_row(getpid(), &row);
 	EXPECT_GE(1ULL, (unsigned long long)row.reg_per_s) {
 		TH_LOG("21 s after the burst, one registration in the last 10 s: reg_per_s %llu",
@@ -2334,8 +2072,8 @@ TEST_F_TIMEOUT(diag, mr_table_warns_once_per_crossing_of_the_mark, 300)
 	buf = map_buf((need + 1) * PAGE);
 	set_limits("global mr_table_warn=1%\n");
 	from = next_seq();
-	log_room();
-	kfd = kmsg_open();
+	mrpin_log_room(shared);
+	kfd = mrpin_kmsg_open();
 	ASSERT_LE(0, kfd);
 
 	for (i = 0; i < need - 1; i++)
@@ -2353,7 +2091,7 @@ TEST_F_TIMEOUT(diag, mr_table_warns_once_per_crossing_of_the_mark, 300)
 	EXPECT_EQ(mark, dev.pins);
 	n = events_since(from, 0, "mr_table", ev, 4);
 	ASSERT_EQ(1, n);
-	note_logged(1);
+	mrpin_note_logged(shared, 1);
 	check_event(&ev[0], "warn", getpid(), getuid(), scope, "mr_table",
 		    PAGE, mark, mark);
 	snprintf(line, sizeof(line),
@@ -2373,7 +2111,7 @@ TEST_F_TIMEOUT(diag, mr_table_warns_once_per_crossing_of_the_mark, 300)
 	dev_row(&dev);
 	EXPECT_EQ(mark - 1, dev.pins);
 	EXPECT_EQ(1, events_since(from, 0, "mr_table", ev, 4));
-	log_room();
+	mrpin_log_room(shared);
 	do_reg(t->pd, buf + i * PAGE, PAGE, &mrs[i]);
 	i++;
 	n = events_since(from, 0, "mr_table", ev, 4);
@@ -2382,7 +2120,7 @@ TEST_F_TIMEOUT(diag, mr_table_warns_once_per_crossing_of_the_mark, 300)
 		       (unsigned long long)mark - 1, n);
 	}
 	if (n == 2) {
-		note_logged(1);
+		mrpin_note_logged(shared, 1);
 		check_event(&ev[1], "warn", getpid(), getuid(), scope,
 			    "mr_table", PAGE, mark, mark);
 		check_log(kfd, line);
@@ -2397,7 +2135,7 @@ TEST_F_TIMEOUT(diag, mr_table_warns_once_per_crossing_of_the_mark, 300)
 		n = events_since(from, 0, "mr_table", ev, 4);
 		TH_LOG("after falling to %llu and coming back: %d mr_table events",
 		       (unsigned long long)mark - 2, n);
-		note_logged(1);
+		mrpin_note_logged(shared, 1);
 	}
 	close(kfd);
 
@@ -2417,7 +2155,7 @@ static bool events_exist(void)
 	fd = open(EVENTS_FILE, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return true;
-	if (read_available(fd, &text)) {
+	if (mrpin_read_available(fd, &text, NULL)) {
 		close(fd);
 		return true;
 	}
@@ -2435,33 +2173,22 @@ static bool events_exist(void)
  */
 int main(int argc, char **argv)
 {
-	const char *dev = mrpin_dev_name();
-	struct ibv_context *ctx;
 	struct diag_stats stats;
 	int ret;
 
-	if (geteuid())
-		ksft_exit_skip("mrpin's debugfs files are for root only\n");
-	if (access(MRPIN_DEBUGFS, F_OK))
-		ksft_exit_skip("%s is missing: is mrpin loaded?\n",
-			       MRPIN_DEBUGFS);
-	if (access(MRPIN_DEBUGFS "/leaks", F_OK))
-		ksft_exit_fail_msg("%s/leaks is missing: no diagnostics in this mrpin\n",
-				   MRPIN_DEBUGFS);
+	mrpin_require_loaded(MRPIN_DEBUGFS "/leaks",
+			     "no diagnostics in this mrpin");
 	ret = diag_read_stats(&stats);
 	if (ret)
 		ksft_exit_fail_msg("%s/stats: %s\n", MRPIN_DEBUGFS,
 				   strerror(-ret));
-	ctx = mrpin_open_dev(dev);
-	if (!ctx)
-		ksft_exit_skip("RDMA device %s: %s\n", dev, strerror(errno));
-	ibv_close_device(ctx);
+	mrpin_require_dev();
 	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (shared == MAP_FAILED)
 		shared = NULL;
 	/* Warnings before this program may have used up the log's budget. */
 	if (events_exist())
-		note_logged(LOG_BURST);
+		mrpin_note_logged(shared, MRPIN_LOG_BURST);
 	return test_harness_run(argc, argv);
 }

@@ -16,7 +16,7 @@
  *
  * The kernel log lines mrpin prints for refusals and warnings are
  * rate-limited: the tests that look for one space their logged events out
- * (log_room()).
+ * (mrpin_log_room()).
  */
 /* The 6.1 harness has an unused parameter: keep -Wextra quiet about it. */
 #pragma GCC diagnostic push
@@ -45,7 +45,7 @@
 #define MiB		(1024 * KiB)
 #define PAGE		4096ULL
 
-#define LIMITS_FILE	MRPIN_DEBUGFS "/limits"
+#define LIMITS_FILE	MRPIN_LIMITS_FILE
 #define EVENTS_FILE	MRPIN_DEBUGFS "/events"
 #define EVENTS_HEADER	"# seq time_ns action pid comm uid scope key asked usage limit"
 #define EVENTS_RING	1024
@@ -57,85 +57,10 @@
 /* A value the contract leaves open: not checked. */
 #define ANY		UINT64_MAX
 
-/*
- * The kernel's rate limit on the refusal/warning log lines: assumed to let
- * at least LOG_BURST lines through in any LOG_WINDOW seconds (the kernel's
- * default is 10 in 5 s).
- */
-#define LOG_BURST	10
-#define LOG_WINDOW	5.5
-
-/*
- * Shared by the harness's children (one per test): when this program made
- * mrpin log its latest refusals and warnings.
- */
-struct shared_state {
-	double logged[LOG_BURST];	/* CLOCK_MONOTONIC, circular */
-	unsigned int next;
-};
-
-static struct shared_state *shared;
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void sleep_s(double s)
-{
-	struct timespec ts = { (time_t)s, (long)((s - (time_t)s) * 1e9) };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
-/* This program just made mrpin log @n refusals or warnings. */
-static void note_logged(unsigned int n)
-{
-	double t = now_s();
-
-	if (!shared)
-		return;
-	if (n > LOG_BURST)
-		n = LOG_BURST;
-	while (n--)
-		shared->logged[shared->next++ % LOG_BURST] = t;
-}
-
-/* Wait until the next logged refusal or warning cannot be rate-limited. */
-static void log_room(void)
-{
-	double oldest, wait;
-
-	if (!shared)
-		return;
-	oldest = shared->logged[shared->next % LOG_BURST];
-	wait = oldest + LOG_WINDOW - now_s();
-	if (oldest > 0 && wait > 0)
-		sleep_s(wait);
-}
+/* When this program made mrpin log (MAP_SHARED by the tests). */
+static struct mrpin_log_budget *shared;
 
 /* The policy file. */
-
-static int limits_write_buf(const char *buf, size_t len)
-{
-	int fd, err = 0;
-	ssize_t n;
-
-	fd = open(LIMITS_FILE, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	n = write(fd, buf, len);
-	if (n < 0)
-		err = errno;
-	else if ((size_t)n != len)
-		err = EIO;
-	close(fd);
-	return err;
-}
 
 /* Write the policy text; 0 or an errno. */
 static int __attribute__((format(printf, 1, 2)))
@@ -150,7 +75,7 @@ limits_writef(const char *fmt, ...)
 	va_end(ap);
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		return E2BIG;
-	return limits_write_buf(buf, n);
+	return mrpin_limits_write(buf, n);
 }
 
 /* Write the policy text; assert that the write succeeds. */
@@ -165,7 +90,7 @@ __set_limits(struct __test_metadata *_metadata, const char *fmt, ...)
 	n = vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	ASSERT_GT((int)sizeof(buf), n);
-	err = limits_write_buf(buf, n);
+	err = mrpin_limits_write(buf, n);
 	ASSERT_EQ(0, err) {
 		TH_LOG("writing \"%s\" to limits: %s", buf, strerror(err));
 	}
@@ -175,78 +100,6 @@ __set_limits(struct __test_metadata *_metadata, const char *fmt, ...)
 #define read_stats(s) ASSERT_EQ(0, mrpin_read_stats(s))
 
 /* The kernel log, through /dev/kmsg. */
-
-/* A reader of /dev/kmsg that starts at the end of the log. */
-static int kmsg_open(void)
-{
-	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-
-	if (fd >= 0)
-		lseek(fd, 0, SEEK_END);
-	return fd;
-}
-
-/* The messages logged since the last call, one a line (to free()). */
-static char *kmsg_read(int fd)
-{
-	size_t len = 0, size = 16384, mlen;
-	char rec[8192], *out, *tmp, *msg, *end;
-	ssize_t n;
-
-	out = malloc(size);
-	if (!out)
-		return NULL;
-	for (;;) {
-		n = read(fd, rec, sizeof(rec) - 1);
-		if (n < 0 && errno == EPIPE)
-			continue;	/* overwritten records: go on */
-		if (n <= 0)
-			break;
-		rec[n] = '\0';
-		msg = strchr(rec, ';');
-		if (!msg)
-			continue;
-		msg++;
-		end = strchr(msg, '\n');
-		mlen = end ? (size_t)(end - msg) : strlen(msg);
-		if (len + mlen + 2 > size) {
-			size = 2 * (len + mlen + 2);
-			tmp = realloc(out, size);
-			if (!tmp) {
-				free(out);
-				return NULL;
-			}
-			out = tmp;
-		}
-		memcpy(out + len, msg, mlen);
-		len += mlen;
-		out[len++] = '\n';
-	}
-	out[len] = '\0';
-	return out;
-}
-
-static const char *const kernel_problems[] = {
-	"WARNING:", "BUG:", "Oops", "general protection", "KASAN", "UBSAN",
-	"refcount_t:", "list_add corruption", "list_del corruption",
-	"stack-protector", "soft lockup", "hung_task", "blocked for more than",
-};
-
-/* The first line of @log that reports a kernel problem, or NULL. */
-static const char *log_problem(const char *log)
-{
-	const char *hit, *best = NULL;
-	size_t i;
-
-	for (i = 0; i < MRPIN_ARRAY_SIZE(kernel_problems); i++) {
-		hit = strstr(log, kernel_problems[i]);
-		if (hit && (!best || hit < best))
-			best = hit;
-	}
-	while (best && best > log && best[-1] != '\n')
-		best--;
-	return best;
-}
 
 /*
  * Whether @log has a line equal to @line, or, with @suffix, a line that
@@ -273,41 +126,7 @@ static bool log_has_line(const char *log, const char *line,
 	return false;
 }
 
-/* Print mrpin's lines of @log, to show what was there instead. */
-static void log_show_mrpin(const char *log)
-{
-	const char *pos = log, *end;
-	int shown = 0;
-
-	while (*pos && shown < 8) {
-		end = strchr(pos, '\n');
-		if (!end)
-			break;
-		if (!strncmp(pos, "mrpin", 5)) {
-			ksft_print_msg("  log: %.*s\n", (int)(end - pos), pos);
-			shown++;
-		}
-		pos = end + 1;
-	}
-	if (!shown)
-		ksft_print_msg("  log: (no mrpin line)\n");
-}
-
 /* The events file. */
-
-struct mrpin_event {
-	uint64_t seq;
-	uint64_t time_ns;
-	char action[16];
-	pid_t pid;
-	char comm[64];
-	uint64_t uid;
-	char scope[512];
-	char key[32];
-	uint64_t asked;
-	uint64_t usage;
-	uint64_t limit;
-};
 
 struct events {
 	struct mrpin_event *ev;
@@ -315,76 +134,6 @@ struct events {
 	uint64_t lost;		/* the sum of the "# lost N" lines */
 	int lost_before;	/* the index of the event after the first one */
 };
-
-/* Read what @fd has now (non-blocking fd): 0 or a negative errno. */
-static int read_available(int fd, char **textp, size_t *lenp)
-{
-	size_t len = 0, size = 65536;
-	char *buf, *tmp;
-	ssize_t n;
-
-	buf = malloc(size);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		if (size - len < 8192) {
-			size *= 2;
-			tmp = realloc(buf, size);
-			if (!tmp) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = tmp;
-		}
-		n = read(fd, buf + len, size - len - 1);
-		if (n > 0) {
-			len += n;
-			continue;
-		}
-		if (!n || errno == EAGAIN)
-			break;
-		n = -errno;
-		free(buf);
-		return n;
-	}
-	buf[len] = '\0';
-	*textp = buf;
-	if (lenp)
-		*lenp = len;
-	return 0;
-}
-
-static int parse_event(char *line, struct mrpin_event *ev)
-{
-	char *f[16], *save, *tok;
-	uint64_t pid;
-	int n = 0;
-
-	for (tok = strtok_r(line, " ", &save); tok;
-	     tok = strtok_r(NULL, " ", &save)) {
-		if (n == 16)
-			return -EPROTO;
-		f[n++] = tok;
-	}
-	if (n != 11 || strlen(f[2]) >= sizeof(ev->action) ||
-	    strlen(f[7]) >= sizeof(ev->key))
-		return -EPROTO;
-	memset(ev, 0, sizeof(*ev));
-	strcpy(ev->action, f[2]);
-	strcpy(ev->key, f[7]);
-	if (mrpin_parse_u64(f[0], &ev->seq) ||
-	    mrpin_parse_u64(f[1], &ev->time_ns) ||
-	    mrpin_parse_u64(f[3], &pid) || pid > INT32_MAX ||
-	    mrpin_unescape(ev->comm, sizeof(ev->comm), f[4]) ||
-	    mrpin_parse_u64(f[5], &ev->uid) ||
-	    mrpin_unescape(ev->scope, sizeof(ev->scope), f[6]) ||
-	    mrpin_parse_u64(f[8], &ev->asked) ||
-	    mrpin_parse_u64(f[9], &ev->usage) ||
-	    mrpin_parse_u64(f[10], &ev->limit))
-		return -EPROTO;
-	ev->pid = pid;
-	return 0;
-}
 
 /*
  * Parse @text (events lines, with the header first if @header): 0 or
@@ -421,7 +170,7 @@ static int events_parse(char *text, bool header, struct events *e)
 			if (!tmp)
 				return -ENOMEM;
 			e->ev = tmp;
-			if (parse_event(line, &e->ev[e->n]))
+			if (mrpin_parse_event(line, &e->ev[e->n]))
 				return -EPROTO;
 			e->n++;
 		}
@@ -441,7 +190,7 @@ static void __read_events(struct __test_metadata *_metadata, struct events *e)
 	ASSERT_LE(0, fd) {
 		TH_LOG("%s: %s", EVENTS_FILE, strerror(errno));
 	}
-	ret = read_available(fd, &text, NULL);
+	ret = mrpin_read_available(fd, &text, NULL);
 	close(fd);
 	ASSERT_EQ(0, ret) {
 		TH_LOG("reading %s: %s", EVENTS_FILE, strerror(-ret));
@@ -543,14 +292,14 @@ static void __check_log(struct __test_metadata *_metadata, int kfd, bool warn,
 	if (usage != ANY)
 		snprintf(line + strlen(line), sizeof(line) - strlen(line),
 			 "%llu%s", (unsigned long long)usage, suffix);
-	log = kmsg_read(kfd);
+	log = mrpin_kmsg_read(kfd);
 	ASSERT_NE(NULL, log);
 	found = log_has_line(log, line, usage == ANY ? suffix : NULL);
 	EXPECT_TRUE(found);
 	if (!found) {
 		ksft_print_msg("expected in the kernel log: %s%s\n", line,
 			       usage == ANY ? "<usage>, limit ..." : "");
-		log_show_mrpin(log);
+		mrpin_log_show(log);
 	}
 	free(log);
 }
@@ -745,9 +494,9 @@ static void *race_loop(void *arg)
 	double end;
 
 	pthread_barrier_wait(rt->start);
-	end = now_s() + q->ms / 1000.0;
+	end = mrpin_now_s() + q->ms / 1000.0;
 	for (;;) {
-		if (q->ms && now_s() >= end)
+		if (q->ms && mrpin_now_s() >= end)
 			break;
 		if (rt->nheld == RACE_HELD) {
 			if (!q->ms) {
@@ -1060,7 +809,7 @@ static int helper_reg(struct helper *h, uint64_t len, uint64_t off, int *idx)
 	if (err)
 		return err;
 	if (resp.err == ENOMEM)
-		note_logged(1);
+		mrpin_note_logged(shared, 1);
 	*idx = resp.idx;
 	return resp.err;
 }
@@ -1166,24 +915,11 @@ static void __mkcg(struct __test_metadata *_metadata, struct limits_test *t,
 			SKIP(return, "%s is not a cgroup2 mount", CG_MNT); \
 	} while (0)
 
-/* A page-aligned, touched anonymous buffer of @len bytes. */
-static void *__map_buf(struct __test_metadata *_metadata, size_t len)
-{
-	void *buf;
-
-	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, buf);
-	memset(buf, 0x5a, len);
-	return buf;
-}
-#define map_buf(len) __map_buf(_metadata, len)
-
 /* Register in this process; on ENOMEM note the log line it makes. */
 #define self_reg_err(pd, addr, len)					\
 	({								\
 		do_reg_err(ENOMEM, pd, addr, len);			\
-		note_logged(1);						\
+		mrpin_note_logged(shared, 1);						\
 	})
 
 static void __test_setup(struct __test_metadata *_metadata,
@@ -1191,7 +927,7 @@ static void __test_setup(struct __test_metadata *_metadata,
 {
 	t->kmsg = -1;
 	ASSERT_EQ(0, mrpin_unlimit_memlock());
-	t->kmsg = kmsg_open();
+	t->kmsg = mrpin_kmsg_open();
 	ASSERT_LE(0, t->kmsg);
 	ASSERT_EQ(0, limits_writef("reset\n"));
 	read_stats(&t->start);
@@ -1251,11 +987,11 @@ static void __test_teardown(struct __test_metadata *_metadata,
 
 	if (t->kmsg < 0)
 		return;
-	log = kmsg_read(t->kmsg);
+	log = mrpin_kmsg_read(t->kmsg);
 	EXPECT_NE(NULL, log);
 	if (!log)
 		return;
-	problem = log_problem(log);
+	problem = mrpin_log_problem(log);
 	EXPECT_EQ(NULL, problem);
 	if (problem)
 		ksft_print_msg("kernel log: %.*s\n",
@@ -1389,12 +1125,12 @@ TEST_F_TIMEOUT(rule, pin_over_the_limit_is_refused_or_warned_and_pins_within_it_
 	check_holder(h->pid, pins, bytes, 0);
 
 	from = next_seq();
-	log_room();
-	kfd = kmsg_open();
+	mrpin_log_room(shared);
+	kfd = mrpin_kmsg_open();
 	ASSERT_LE(0, kfd);
 	err = helper_reg(h, over_len, over_off, &idx);
 	if (variant->warn) {
-		note_logged(1);
+		mrpin_note_logged(shared, 1);
 		ASSERT_EQ(0, err) {
 			TH_LOG("warn mode: the pin over the limit failed: %s",
 			       strerror(err));
@@ -1871,7 +1607,7 @@ TEST_F(limits, nonblocking_events_reader_gets_EAGAIN_until_poll_reports_a_denial
 	set_limits("process max_pin_size=4K\n");
 	fd = open(EVENTS_FILE, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, read_available(fd, &text, NULL));
+	ASSERT_EQ(0, mrpin_read_available(fd, &text, NULL));
 	free(text);
 	n = read(fd, tmp, sizeof(tmp));
 	EXPECT_EQ(-1, n);
@@ -1886,7 +1622,7 @@ TEST_F(limits, nonblocking_events_reader_gets_EAGAIN_until_poll_reports_a_denial
 	EXPECT_EQ(1, poll(&pfd, 1, 5000));
 	EXPECT_TRUE(pfd.revents & POLLIN);
 
-	ASSERT_EQ(0, read_available(fd, &text, NULL));
+	ASSERT_EQ(0, mrpin_read_available(fd, &text, NULL));
 	ASSERT_EQ(0, events_parse(text, false, &e)) {
 		TH_LOG("not events lines: %s", text);
 	}
@@ -2011,7 +1747,7 @@ TEST_F_TIMEOUT(limits, events_reader_that_fell_behind_is_told_how_many_it_lost, 
 	set_limits("process max_pin_size=4K\n");
 	fd = open(EVENTS_FILE, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, read_available(fd, &text, NULL));
+	ASSERT_EQ(0, mrpin_read_available(fd, &text, NULL));
 	free(text);
 	from = next_seq();
 
@@ -2023,10 +1759,10 @@ TEST_F_TIMEOUT(limits, events_reader_that_fell_behind_is_told_how_many_it_lost, 
 		}
 		refused += errno == ENOMEM;
 	}
-	note_logged(LOG_BURST);
+	mrpin_note_logged(shared, MRPIN_LOG_BURST);
 	ASSERT_EQ(total, refused);
 
-	ASSERT_EQ(0, read_available(fd, &text, NULL));
+	ASSERT_EQ(0, mrpin_read_available(fd, &text, NULL));
 	close(fd);
 	ASSERT_EQ(0, events_parse(text, false, &e));
 	free(text);
@@ -2270,7 +2006,7 @@ TEST_F_TIMEOUT(race, eight_threads_in_two_processes_never_overshoot_the_limit, 1
 	}
 	for (i = 0; i < 2; i++)
 		ASSERT_EQ(0, helper_send(&h[i], &go));
-	deadline = now_s() + 90;
+	deadline = mrpin_now_s() + 90;
 	while (ndone < 2) {
 		v = __race_sample(_metadata, variant, h, &peak);
 		if (v > max_seen)
@@ -2282,11 +2018,11 @@ TEST_F_TIMEOUT(race, eight_threads_in_two_processes_never_overshoot_the_limit, 1
 			done[i] = true;
 			ndone++;
 		}
-		ASSERT_GT(deadline, now_s()) {
+		ASSERT_GT(deadline, mrpin_now_s()) {
 			TH_LOG("the racing helpers did not finish");
 		}
 	}
-	note_logged(LOG_BURST);
+	mrpin_note_logged(shared, MRPIN_LOG_BURST);
 	v = __race_sample(_metadata, variant, h, &peak);
 	if (v > max_seen)
 		max_seen = v;
@@ -2354,7 +2090,7 @@ static bool events_exist(void)
 	fd = open(EVENTS_FILE, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return true;
-	if (read_available(fd, &text, NULL)) {
+	if (mrpin_read_available(fd, &text, NULL)) {
 		close(fd);
 		return true;
 	}
@@ -2372,27 +2108,15 @@ static bool events_exist(void)
  */
 int main(int argc, char **argv)
 {
-	const char *dev = mrpin_dev_name();
-	struct ibv_context *ctx;
 	struct mrpin_stats stats;
 	int ret;
 
-	if (geteuid())
-		ksft_exit_skip("mrpin's debugfs files are for root only\n");
-	if (access(MRPIN_DEBUGFS, F_OK))
-		ksft_exit_skip("%s is missing: is mrpin loaded?\n",
-			       MRPIN_DEBUGFS);
-	if (access(LIMITS_FILE, F_OK))
-		ksft_exit_fail_msg("%s is missing: no policy in this mrpin\n",
-				   LIMITS_FILE);
+	mrpin_require_loaded(LIMITS_FILE, "no policy in this mrpin");
 	ret = mrpin_read_stats(&stats);
 	if (ret)
 		ksft_exit_fail_msg("%s/stats: %s\n", MRPIN_DEBUGFS,
 				   strerror(-ret));
-	ctx = mrpin_open_dev(dev);
-	if (!ctx)
-		ksft_exit_skip("RDMA device %s: %s\n", dev, strerror(errno));
-	ibv_close_device(ctx);
+	mrpin_require_dev();
 	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (shared == MAP_FAILED)
@@ -2402,6 +2126,6 @@ int main(int argc, char **argv)
 	 * may have used up the log's budget: assume they just did.
 	 */
 	if (events_exist())
-		note_logged(LOG_BURST);
+		mrpin_note_logged(shared, MRPIN_LOG_BURST);
 	return test_harness_run(argc, argv);
 }

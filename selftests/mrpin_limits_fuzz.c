@@ -30,7 +30,7 @@
 
 #include "mrpin_test.h"
 
-#define LIMITS_FILE	MRPIN_DEBUGFS "/limits"
+#define LIMITS_FILE	MRPIN_LIMITS_FILE
 #define CORPUS		"mrpin_limits_bad.txt"
 #define CORPUS_MIN	200
 #define CG_MNT		"/sys/fs/cgroup"
@@ -47,32 +47,6 @@ static const char baseline[] =
 	"uid 1000 max_pinned=8G action=warn\n"
 	"uid 2000 max_pins=5\n"
 	"cgroup " FUZZ_CG " max_pinned=16G\n";
-
-static int limits_write(const void *buf, size_t len)
-{
-	int fd, err = 0;
-	ssize_t n;
-
-	fd = open(LIMITS_FILE, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	n = write(fd, buf, len);
-	if (n < 0)
-		err = errno;
-	else if ((size_t)n != len)
-		err = EIO;
-	close(fd);
-	return err;
-}
-
-static int kmsg_open(void)
-{
-	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-
-	if (fd >= 0)
-		lseek(fd, 0, SEEK_END);
-	return fd;
-}
 
 /* Count the new kernel log lines with @what; print those with a problem. */
 static int kmsg_scan(int fd, const char *what, int *problems)
@@ -195,7 +169,7 @@ static bool try_bad(struct fuzz *f, const char *what, const void *buf,
 	int err, ret;
 	bool same;
 
-	err = limits_write(buf, len);
+	err = mrpin_limits_write(buf, len);
 	ret = mrpin_read_file(LIMITS_FILE, &now);
 	same = !ret && strlen(now) == f->saved_len &&
 	       !memcmp(now, f->saved, f->saved_len);
@@ -213,7 +187,7 @@ static bool try_bad(struct fuzz *f, const char *what, const void *buf,
 	}
 	free(now);
 	if (!same)
-		limits_write(f->saved, f->saved_len);
+		mrpin_limits_write(f->saved, f->saved_len);
 	return false;
 }
 
@@ -244,7 +218,7 @@ FIXTURE_SETUP(bad_input)
 	char *again;
 	int err;
 
-	f->kmsg = kmsg_open();
+	f->kmsg = mrpin_kmsg_open();
 	ASSERT_LE(0, f->kmsg);
 	f->cgroups = !statfs(CG_MNT, &s) && s.f_type == CGROUP2_SUPER_MAGIC;
 	ASSERT_TRUE(f->cgroups) {
@@ -252,14 +226,14 @@ FIXTURE_SETUP(bad_input)
 	}
 	ASSERT_EQ(0, cg_mkdir(FUZZ_CG));
 	ASSERT_EQ(0, cg_mkdir(FUZZ_CG_NORULE));
-	err = limits_write(baseline, strlen(baseline));
+	err = mrpin_limits_write(baseline, strlen(baseline));
 	ASSERT_EQ(0, err) {
 		TH_LOG("the baseline policy: %s", strerror(err));
 	}
 	ASSERT_EQ(0, mrpin_read_file(LIMITS_FILE, &f->saved));
 	f->saved_len = strlen(f->saved);
 	/* What it reads is what it takes. */
-	ASSERT_EQ(0, limits_write(f->saved, f->saved_len));
+	ASSERT_EQ(0, mrpin_limits_write(f->saved, f->saved_len));
 	ASSERT_EQ(0, mrpin_read_file(LIMITS_FILE, &again));
 	ASSERT_STREQ(f->saved, again);
 	free(again);
@@ -269,7 +243,7 @@ FIXTURE_TEARDOWN(bad_input)
 {
 	struct fuzz *f = &self->f;
 
-	EXPECT_EQ(0, limits_write("reset\n", 6));
+	EXPECT_EQ(0, mrpin_limits_write("reset\n", 6));
 	cg_rmdir(FUZZ_CG_NORULE);
 	cg_rmdir(FUZZ_CG);
 	free(f->saved);
@@ -415,7 +389,7 @@ TEST_F(bad_input, valid_writes_near_those_bounds_are_accepted)
 	memset(buf + len, 'x', 197);
 	len += 197;
 	len = put(buf, len, "\nuid 1 max_pins=1\n");
-	ASSERT_EQ(0, limits_write(buf, len));
+	ASSERT_EQ(0, mrpin_limits_write(buf, len));
 	ASSERT_EQ(0, mrpin_read_file(LIMITS_FILE, &now));
 	EXPECT_NE(NULL, strstr(now, "\nuid 1 max_pinned=unlimited max_pins=1 "));
 	free(now);
@@ -426,7 +400,7 @@ TEST_F(bad_input, valid_writes_near_those_bounds_are_accepted)
 		len = put(buf, len, "# padding, padding, padding\n");
 		len = put(buf, len, "uid 3 max_pins=3\n");
 	}
-	ASSERT_EQ(0, limits_write(buf, len));
+	ASSERT_EQ(0, mrpin_limits_write(buf, len));
 	ASSERT_EQ(0, mrpin_read_file(LIMITS_FILE, &now));
 	EXPECT_NE(NULL, strstr(now, "\nuid 3 max_pinned=unlimited max_pins=3 "));
 	free(now);
@@ -436,7 +410,7 @@ TEST_F(bad_input, valid_writes_near_those_bounds_are_accepted)
 	memset(buf + len, 'y', 254);
 	len += 254;
 	len = put(buf, len, "\nuid 4 max_pins=4\n");
-	ASSERT_EQ(0, limits_write(buf, len)) {
+	ASSERT_EQ(0, mrpin_limits_write(buf, len)) {
 		TH_LOG("a 256-byte line was refused");
 	}
 	len = put(buf, 0, "uid 5 max_pins=5\n");
@@ -445,7 +419,7 @@ TEST_F(bad_input, valid_writes_near_those_bounds_are_accepted)
 	if (len < MAX_WRITE)
 		len = put(buf, len, "\n");
 	ASSERT_EQ((size_t)MAX_WRITE, len);
-	ASSERT_EQ(0, limits_write(buf, len)) {
+	ASSERT_EQ(0, mrpin_limits_write(buf, len)) {
 		TH_LOG("a write of exactly 64 KiB was refused");
 	}
 	ASSERT_EQ(0, mrpin_read_file(LIMITS_FILE, &now));
@@ -453,7 +427,7 @@ TEST_F(bad_input, valid_writes_near_those_bounds_are_accepted)
 	EXPECT_NE(NULL, strstr(now, "\nuid 5 max_pinned=unlimited max_pins=5 "));
 	free(now);
 
-	ASSERT_EQ(0, limits_write(f->saved, f->saved_len));
+	ASSERT_EQ(0, mrpin_limits_write(f->saved, f->saved_len));
 	free(buf);
 }
 
@@ -717,13 +691,6 @@ TEST_F_TIMEOUT(bad_input, thousands_of_random_writes_fail_with_EINVAL_and_change
 
 int main(int argc, char **argv)
 {
-	if (geteuid())
-		ksft_exit_skip("mrpin's debugfs files are for root only\n");
-	if (access(MRPIN_DEBUGFS, F_OK))
-		ksft_exit_skip("%s is missing: is mrpin loaded?\n",
-			       MRPIN_DEBUGFS);
-	if (access(LIMITS_FILE, F_OK))
-		ksft_exit_fail_msg("%s is missing: no policy in this mrpin\n",
-				   LIMITS_FILE);
+	mrpin_require_loaded(LIMITS_FILE, "no policy in this mrpin");
 	return test_harness_run(argc, argv);
 }

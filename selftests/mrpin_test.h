@@ -20,13 +20,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 
 #include <infiniband/verbs.h>
 
 #define MRPIN_DEBUGFS		"/sys/kernel/debug/mrpin"
+#define MRPIN_LIMITS_FILE	MRPIN_DEBUGFS "/limits"
 #define MRPIN_DEFAULT_DEV	"rxe0"
 #define MRPIN_ACCESS		IBV_ACCESS_LOCAL_WRITE
 /* memlock_bytes of a process without a limit ("unlimited"). */
@@ -461,14 +464,21 @@ static inline int mrpin_read_cgroups(struct mrpin_owner_row **rows)
 				sizeof(**rows), (void **)rows);
 }
 
-/* `stats`: "key value" lines; every key of struct mrpin_stats must be there. */
-static inline int mrpin_read_stats(struct mrpin_stats *stats)
+/*
+ * A "key value" file such as `stats`: every key of @keys (@nkeys of them)
+ * must be there; other keys are ignored.  0 or a negative errno.
+ */
+static inline int mrpin_read_keys(const char *path,
+				  const struct mrpin_col *keys, int nkeys,
+				  void *out)
 {
-	bool seen[MRPIN_ARRAY_SIZE(mrpin_stat_keys)] = { false };
+	bool seen[MRPIN_MAX_COLS * 2] = { false };
 	char *buf, *pos, *fields[MRPIN_MAX_COLS];
 	int n, i, ret;
 
-	ret = mrpin_read_file(MRPIN_DEBUGFS "/stats", &buf);
+	if (nkeys > (int)MRPIN_ARRAY_SIZE(seen))
+		return -EINVAL;
+	ret = mrpin_read_file(path, &buf);
 	if (ret)
 		return ret;
 	pos = buf;
@@ -476,21 +486,28 @@ static inline int mrpin_read_stats(struct mrpin_stats *stats)
 	while ((n = mrpin_split_line(&pos, fields)) != 0) {
 		if (n != 2)
 			goto out;
-		for (i = 0; i < (int)MRPIN_ARRAY_SIZE(mrpin_stat_keys); i++) {
-			if (strcmp(fields[0], mrpin_stat_keys[i].name))
+		for (i = 0; i < nkeys; i++) {
+			if (strcmp(fields[0], keys[i].name))
 				continue;
-			if (mrpin_store(stats, &mrpin_stat_keys[i], fields[1]))
+			if (mrpin_store(out, &keys[i], fields[1]))
 				goto out;
 			seen[i] = true;
 		}
 	}
-	for (i = 0; i < (int)MRPIN_ARRAY_SIZE(mrpin_stat_keys); i++)
+	for (i = 0; i < nkeys; i++)
 		if (!seen[i])
 			goto out;
 	ret = 0;
 out:
 	free(buf);
 	return ret;
+}
+
+/* `stats`: every key of struct mrpin_stats must be there. */
+static inline int mrpin_read_stats(struct mrpin_stats *stats)
+{
+	return mrpin_read_keys(MRPIN_DEBUGFS "/stats", mrpin_stat_keys,
+			       MRPIN_ARRAY_SIZE(mrpin_stat_keys), stats);
 }
 
 static inline const struct mrpin_proc_row *
@@ -571,7 +588,310 @@ static inline int mrpin_comm(pid_t pid, char *comm, size_t size)
 	return 0;
 }
 
+/* Write @len bytes of policy text to the limits file: 0 or an errno. */
+static inline int mrpin_limits_write(const void *buf, size_t len)
+{
+	int fd, err = 0;
+	ssize_t n;
+
+	fd = open(MRPIN_LIMITS_FILE, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	n = write(fd, buf, len);
+	if (n < 0)
+		err = errno;
+	else if ((size_t)n != len)
+		err = EIO;
+	close(fd);
+	return err;
+}
+
+/* CLOCK_MONOTONIC, in seconds. */
+static inline double mrpin_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Sleep @s seconds, through signals. */
+static inline void mrpin_sleep_s(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (time_t)s) * 1e9) };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/*
+ * The kernel's rate limit on mrpin's refusal/warning log lines: assumed to
+ * let at least MRPIN_LOG_BURST lines through in any MRPIN_LOG_WINDOW
+ * seconds (the module's is 10 in 5 s).
+ */
+#define MRPIN_LOG_BURST		10
+#define MRPIN_LOG_WINDOW	5.5
+
+/*
+ * When a program made mrpin log its latest refusals and warnings; shared
+ * (MAP_SHARED) by the harness's children, one per test.
+ */
+struct mrpin_log_budget {
+	double logged[MRPIN_LOG_BURST];	/* CLOCK_MONOTONIC, circular */
+	unsigned int next;
+};
+
+/* The program just made mrpin log @n refusals or warnings (@b may be NULL). */
+static inline void mrpin_note_logged(struct mrpin_log_budget *b, unsigned int n)
+{
+	double t = mrpin_now_s();
+
+	if (!b)
+		return;
+	if (n > MRPIN_LOG_BURST)
+		n = MRPIN_LOG_BURST;
+	while (n--)
+		b->logged[b->next++ % MRPIN_LOG_BURST] = t;
+}
+
+/* Wait until the next logged refusal or warning cannot be rate-limited. */
+static inline void mrpin_log_room(struct mrpin_log_budget *b)
+{
+	double oldest, wait;
+
+	if (!b)
+		return;
+	oldest = b->logged[b->next % MRPIN_LOG_BURST];
+	wait = oldest + MRPIN_LOG_WINDOW - mrpin_now_s();
+	if (oldest > 0 && wait > 0)
+		mrpin_sleep_s(wait);
+}
+
+/* A reader of /dev/kmsg that starts at the end of the log. */
+static inline int mrpin_kmsg_open(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd >= 0)
+		lseek(fd, 0, SEEK_END);
+	return fd;
+}
+
+/* The messages logged since the last call, one a line (to free()). */
+static inline char *mrpin_kmsg_read(int fd)
+{
+	size_t len = 0, size = 16384, mlen;
+	char rec[8192], *out, *tmp, *msg, *end;
+	ssize_t n;
+
+	out = malloc(size);
+	if (!out)
+		return NULL;
+	for (;;) {
+		n = read(fd, rec, sizeof(rec) - 1);
+		if (n < 0 && errno == EPIPE)
+			continue;	/* overwritten records: go on */
+		if (n <= 0)
+			break;
+		rec[n] = '\0';
+		msg = strchr(rec, ';');
+		if (!msg)
+			continue;
+		msg++;
+		end = strchr(msg, '\n');
+		mlen = end ? (size_t)(end - msg) : strlen(msg);
+		if (len + mlen + 2 > size) {
+			size = 2 * (len + mlen + 2);
+			tmp = realloc(out, size);
+			if (!tmp) {
+				free(out);
+				return NULL;
+			}
+			out = tmp;
+		}
+		memcpy(out + len, msg, mlen);
+		len += mlen;
+		out[len++] = '\n';
+	}
+	out[len] = '\0';
+	return out;
+}
+
+/* The first line of @log that reports a kernel problem, or NULL. */
+static inline const char *mrpin_log_problem(const char *log)
+{
+	static const char *const problems[] = {
+		"WARNING:", "BUG:", "Oops", "general protection", "KASAN",
+		"UBSAN", "refcount_t:", "list_add corruption",
+		"list_del corruption", "stack-protector", "soft lockup",
+		"hung_task", "blocked for more than",
+	};
+	const char *hit, *best = NULL;
+	size_t i;
+
+	for (i = 0; i < MRPIN_ARRAY_SIZE(problems); i++) {
+		hit = strstr(log, problems[i]);
+		if (hit && (!best || hit < best))
+			best = hit;
+	}
+	while (best && best > log && best[-1] != '\n')
+		best--;
+	return best;
+}
+
+/* A line of mrpin's `events`. */
+struct mrpin_event {
+	uint64_t seq;
+	uint64_t time_ns;
+	char action[16];
+	pid_t pid;
+	char comm[64];
+	uint64_t uid;
+	char scope[512];
+	char key[32];
+	uint64_t asked;
+	uint64_t usage;
+	uint64_t limit;
+};
+
+/*
+ * Read what @fd has now (non-blocking fd) into *@textp (to free(); NULL on
+ * error) and its length into *@lenp (if not NULL): 0 or a negative errno.
+ */
+static inline int mrpin_read_available(int fd, char **textp, size_t *lenp)
+{
+	size_t len = 0, size = 65536;
+	char *buf, *tmp;
+	ssize_t n;
+
+	*textp = NULL;
+	buf = malloc(size);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (size - len < 8192) {
+			size *= 2;
+			tmp = realloc(buf, size);
+			if (!tmp) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = tmp;
+		}
+		n = read(fd, buf + len, size - len - 1);
+		if (n > 0) {
+			len += n;
+			continue;
+		}
+		if (!n || errno == EAGAIN)
+			break;
+		n = -errno;
+		free(buf);
+		return n;
+	}
+	buf[len] = '\0';
+	*textp = buf;
+	if (lenp)
+		*lenp = len;
+	return 0;
+}
+
+/* Parse an `events` line (modified in place) into *@ev: 0 or -EPROTO. */
+static inline int mrpin_parse_event(char *line, struct mrpin_event *ev)
+{
+	char *f[16], *save, *tok;
+	uint64_t pid;
+	int n = 0;
+
+	for (tok = strtok_r(line, " ", &save); tok;
+	     tok = strtok_r(NULL, " ", &save)) {
+		if (n == 16)
+			return -EPROTO;
+		f[n++] = tok;
+	}
+	if (n != 11 || strlen(f[2]) >= sizeof(ev->action) ||
+	    strlen(f[7]) >= sizeof(ev->key))
+		return -EPROTO;
+	memset(ev, 0, sizeof(*ev));
+	strcpy(ev->action, f[2]);
+	strcpy(ev->key, f[7]);
+	if (mrpin_parse_u64(f[0], &ev->seq) ||
+	    mrpin_parse_u64(f[1], &ev->time_ns) ||
+	    mrpin_parse_u64(f[3], &pid) || pid > INT32_MAX ||
+	    mrpin_unescape(ev->comm, sizeof(ev->comm), f[4]) ||
+	    mrpin_parse_u64(f[5], &ev->uid) ||
+	    mrpin_unescape(ev->scope, sizeof(ev->scope), f[6]) ||
+	    mrpin_parse_u64(f[8], &ev->asked) ||
+	    mrpin_parse_u64(f[9], &ev->usage) ||
+	    mrpin_parse_u64(f[10], &ev->limit))
+		return -EPROTO;
+	ev->pid = pid;
+	return 0;
+}
+
 #ifdef __KSELFTEST_HARNESS_H
+
+/*
+ * Exit the program, before any test, unless mrpin can be tested: skip when
+ * not root or mrpin is not loaded; fail when @need (a file a version of
+ * mrpin with the feature under test has; NULL for none) is missing, saying
+ * @lacking ("no policy in this mrpin").
+ */
+static inline void mrpin_require_loaded(const char *need, const char *lacking)
+{
+	if (geteuid())
+		ksft_exit_skip("mrpin's debugfs files are for root only\n");
+	if (access(MRPIN_DEBUGFS, F_OK))
+		ksft_exit_skip("%s is missing: is mrpin loaded?\n",
+			       MRPIN_DEBUGFS);
+	if (need && access(need, F_OK))
+		ksft_exit_fail_msg("%s is missing: %s\n", need, lacking);
+}
+
+/* Exit the program (skip) unless the RDMA device under test opens. */
+static inline void mrpin_require_dev(void)
+{
+	const char *dev = mrpin_dev_name();
+	struct ibv_context *ctx;
+
+	ctx = mrpin_open_dev(dev);
+	if (!ctx)
+		ksft_exit_skip("RDMA device %s: %s\n", dev, strerror(errno));
+	ibv_close_device(ctx);
+}
+
+/* Print mrpin's lines of @log, to show what was there instead. */
+static inline void mrpin_log_show(const char *log)
+{
+	const char *pos = log, *end;
+	int shown = 0;
+
+	while (*pos && shown < 8) {
+		end = strchr(pos, '\n');
+		if (!end)
+			break;
+		if (!strncmp(pos, "mrpin", 5)) {
+			ksft_print_msg("  log: %.*s\n", (int)(end - pos), pos);
+			shown++;
+		}
+		pos = end + 1;
+	}
+	if (!shown)
+		ksft_print_msg("  log: (no mrpin line)\n");
+}
+
+/* A page-aligned, touched anonymous buffer of @len bytes. */
+static inline void *__map_buf(struct __test_metadata *_metadata, size_t len)
+{
+	void *buf;
+
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+	memset(buf, 0x5a, len);
+	return buf;
+}
+#define map_buf(len) __map_buf(_metadata, len)
 
 #define do_reg(pd, addr, length, mr)					\
 	ASSERT_EQ(0, _do_reg(pd, addr, length, mr)) {			\
