@@ -1747,9 +1747,10 @@ TEST_F_TIMEOUT(diag, churn_shows_in_registrations_reg_per_s_and_life_hist, 240)
 	uint64_t hb[LIFE_BUCKETS], ha[LIFE_BUCKETS], total = 0, fast = 0;
 	struct diag_proc_row before, after;
 	struct ibv_mr *anchor, *mr, *last;
-	double t_anchor, t0, t1, t_read, churn_rate, avg_rate;
+	double t_anchor, t0, t1, t_read, churn_rate, avg_rate, c0, cycle;
+	double longest = 0;
 	char *buf;
-	int i, slowest = 0;
+	int i, slowest = 0, bound;
 
 	buf = map_buf(2 * PAGE);
 	do_reg(t->pd, buf, PAGE, &anchor);
@@ -1761,10 +1762,16 @@ TEST_F_TIMEOUT(diag, churn_shows_in_registrations_reg_per_s_and_life_hist, 240)
 
 	t0 = mrpin_now_s();
 	for (i = 0; i < CHURN; i++) {
+		c0 = mrpin_now_s();
 		do_reg(t->pd, buf + PAGE, PAGE, &mr);
 		do_dereg(mr);
+		cycle = mrpin_now_s() - c0;
+		if (cycle > longest)
+			longest = cycle;
 	}
 	t1 = mrpin_now_s();
+	/* No pin outlives its reg+dereg cycle: its bucket is the bound. */
+	bound = longest * 1e6 >= 2 ? 63 - __builtin_clzll((uint64_t)(longest * 1e6)) : 0;
 	churn_rate = CHURN / (t1 - t0);
 
 	proc_row(getpid(), &after);
@@ -1783,7 +1790,13 @@ TEST_F_TIMEOUT(diag, churn_shows_in_registrations_reg_per_s_and_life_hist, 240)
 	       CHURN, t1 - t0, (unsigned long long)fast, slowest, slowest + 1,
 	       after.life_hist);
 	EXPECT_EQ((uint64_t)CHURN, total);
-	EXPECT_LE((uint64_t)CHURN * 9 / 10, fast);
+	EXPECT_GE(bound, slowest) {
+		TH_LOG("longest reg+dereg cycle %.0f us: bucket %d", longest * 1e6,
+		       bound);
+	}
+	/* On a kernel that registers within a millisecond, most do here. */
+	if (bound < CHURN_FAST)
+		EXPECT_LE((uint64_t)CHURN * 9 / 10, fast);
 
 	/* A second later, one more: the window is old enough to show. */
 	mrpin_sleep_s(1.1);
@@ -1820,20 +1833,19 @@ TEST_F_TIMEOUT(diag, idle_process_reg_per_s_falls_to_zero_and_long_lives_land_in
 	buf = map_buf(3 * PAGE);
 	do_reg(t->pd, buf, PAGE, &anchor);
 	t0 = mrpin_now_s();
-	for (i = 0; i < 1000; i++) {
+	/* Up to 1000, within 8 s whatever the kernel's speed. */
+	for (i = 0; i < 1000 && mrpin_now_s() < t0 + 8; i++) {
 		do_reg(t->pd, buf + PAGE, PAGE, &mr);
 		do_dereg(mr);
 	}
-	ASSERT_GT(t0 + 9.5, mrpin_now_s()) {
-		TH_LOG("1000 registrations took more than 9.5 s");
-	}
+	ASSERT_GT(t0 + 9.5, mrpin_now_s());
 
-	/* Past the first full window: its 1001 registrations. */
+	/* Past the first full window: its i + 1 registrations. */
 	mrpin_sleep_s(t0 + 10.5 - mrpin_now_s());
 	proc_row(getpid(), &row);
-	rate = 1001 / 10.0;
-	TH_LOG("10.5 s after the first of 1001 registrations: reg_per_s %llu (%.0f expected)",
-	       (unsigned long long)row.reg_per_s, rate);
+	rate = (i + 1) / 10.0;
+	TH_LOG("10.5 s after the first of %d registrations: reg_per_s %llu (%.0f expected)",
+	       i + 1, (unsigned long long)row.reg_per_s, rate);
 	EXPECT_LE(rate * 0.75, (double)row.reg_per_s);
 	EXPECT_GE(rate * 1.25, (double)row.reg_per_s);
 	do_reg(t->pd, buf + 2 * PAGE, PAGE, &keeper);
