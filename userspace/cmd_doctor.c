@@ -19,6 +19,7 @@
  * /proc/PID/maps, and the function and line where there is debug info.
  * Exit status: 0 when nothing is found, 1 when something is.
  */
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <math.h>
 #include <stdarg.h>
@@ -746,6 +747,7 @@ static void stack_finding(struct doctor *d, uint64_t pid, const char *comm,
 {
 	uint64_t warned, refused, last, live = 0, live_bytes = 0;
 	char callers[MAX_CALLERS * 40] = "", with[sizeof(callers) + 4] = "";
+	char when[48] = "";
 	unsigned int ncallers = 0;
 	const struct dr_pin *p;
 	struct finding *f;
@@ -769,6 +771,10 @@ static void stack_finding(struct doctor *d, uint64_t pid, const char *comm,
 	}
 	if (*callers)
 		snprintf(with, sizeof(with), " (%s)", callers);
+	/* A process that holds no pins now: when it did it. */
+	if (last && !find_proc(d, pid))
+		snprintf(when, sizeof(when), ", the last at %s",
+			 time_str(last));
 	f = finding_new(d, SEV_HIGH, FK_STACK, registered + refused);
 	subject_process(f, pid, comm);
 	ev_add(f, "stack_pins", EV_COUNT, registered);
@@ -780,19 +786,19 @@ static void stack_finding(struct doctor *d, uint64_t pid, const char *comm,
 	if (last)
 		ev_add(f, "last_time_ns", EV_TIME, last);
 	if (registered && refused)
-		f->message = strfmt("pid %llu (%s) registered %s buffer%s on its stack%s, and was refused %s more (stack=deny)",
+		f->message = strfmt("pid %llu (%s) registered %s buffer%s on its stack%s and was refused %s more (stack=deny)%s",
 				    (unsigned long long)pid, comm,
 				    count_str(registered), plural(registered),
-				    with, count_str(refused));
+				    with, count_str(refused), when);
 	else if (registered)
-		f->message = strfmt("pid %llu (%s) registered %s buffer%s on its stack%s",
+		f->message = strfmt("pid %llu (%s) registered %s buffer%s on its stack%s%s",
 				    (unsigned long long)pid, comm,
 				    count_str(registered), plural(registered),
-				    with);
+				    with, when);
 	else
-		f->message = strfmt("pid %llu (%s) was refused %s registration%s of its stack (stack=deny)",
+		f->message = strfmt("pid %llu (%s) was refused %s registration%s of its stack (stack=deny)%s",
 				    (unsigned long long)pid, comm,
-				    count_str(refused), plural(refused));
+				    count_str(refused), plural(refused), when);
 	f->advice = "use heap or mmap memory";
 }
 
@@ -1139,6 +1145,76 @@ static void maps_close(struct proc_maps *m)
 	m->dwfl = NULL;
 }
 
+/* @file of compilation unit @cu, made absolute with its directory. */
+static char *cu_path(Dwarf_Die *cu, const char *file)
+{
+	Dwarf_Attribute attr;
+	const char *dir;
+
+	dir = file[0] != '/' ?
+	      dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr)) : NULL;
+	return dir ? strfmt("%s/%s", dir, file) : xstrdup(file);
+}
+
+/*
+ * The function at @pc as the source has it, from the DWARF scopes: the
+ * innermost function that was not inlined there and, when functions were
+ * inlined into it at @pc (ibv_reg_mr() is one), the line of that call.
+ */
+static void frame_scope(Dwfl_Module *mod, Dwarf_Addr pc, struct frame *fr)
+{
+	Dwarf_Die *cu, *scopes = NULL, inner;
+	Dwarf_Word line = 0, idx = 0;
+	Dwarf_Attribute attr;
+	Dwarf_Files *files;
+	const char *name, *file;
+	Dwarf_Addr bias;
+	int n, i, inl = -1;
+	size_t nfiles;
+
+	cu = dwfl_module_addrdie(mod, pc, &bias);
+	n = cu ? dwarf_getscopes(cu, pc - bias, &scopes) : 0;
+	/*
+	 * Inside an inlined instance, dwarf_getscopes() follows it with the
+	 * scopes of its abstract origin: the functions around it are wanted.
+	 */
+	if (n > 0 && dwarf_tag(&scopes[0]) == DW_TAG_inlined_subroutine) {
+		inner = scopes[0];
+		free(scopes);
+		scopes = NULL;
+		n = dwarf_getscopes_die(&inner, &scopes);
+	}
+	for (i = 0; i < n; i++) {
+		if (dwarf_tag(&scopes[i]) == DW_TAG_subprogram)
+			break;
+		if (dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine)
+			inl = i;
+	}
+	if (i >= n)
+		goto out;
+	name = dwarf_formstring(dwarf_attr_integrate(&scopes[i], DW_AT_name,
+						     &attr));
+	if (name) {
+		free(fr->function);
+		fr->function = xstrdup(name);
+	}
+	if (inl < 0 ||
+	    dwarf_formudata(dwarf_attr(&scopes[inl], DW_AT_call_line, &attr),
+			    &line) || !line ||
+	    dwarf_formudata(dwarf_attr(&scopes[inl], DW_AT_call_file, &attr),
+			    &idx) ||
+	    dwarf_getsrcfiles(cu, &files, &nfiles) || idx >= nfiles)
+		goto out;
+	file = dwarf_filesrc(files, idx, NULL, NULL);
+	if (file) {
+		free(fr->file);
+		fr->file = cu_path(cu, file);
+		fr->line = (int)line;
+	}
+out:
+	free(scopes);
+}
+
 /*
  * Symbolize @fr; @ret: a return address, whose call is the byte before.
  */
@@ -1168,11 +1244,12 @@ static void frame_resolve(const struct proc_maps *m, struct frame *fr,
 	line = dwfl_module_getsrc(mod, pc);
 	file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) :
 		      NULL;
-	if (!file || lineno <= 0)
-		return;
-	dir = file[0] != '/' ? dwfl_line_comp_dir(line) : NULL;
-	fr->file = dir ? strfmt("%s/%s", dir, file) : xstrdup(file);
-	fr->line = lineno;
+	if (file && lineno > 0) {
+		dir = file[0] != '/' ? dwfl_line_comp_dir(line) : NULL;
+		fr->file = dir ? strfmt("%s/%s", dir, file) : xstrdup(file);
+		fr->line = lineno;
+	}
+	frame_scope(mod, pc, fr);
 }
 
 /* System libraries (libc, libibverbs, providers) are not the caller. */
