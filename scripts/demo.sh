@@ -4,7 +4,8 @@
 # `make demo`, inside the test VM: a real RDMA workload over Soft-RoCE
 # (perftest's ib_write_bw, server and client on rxe0) with mrpin loaded,
 # and what mrpin sees while it runs and after; then a limit refusing the
-# same workload, and why.
+# same workload, and why; last, mrpinctl doctor on two mistakes made on
+# purpose.
 set -u
 cd "$(dirname "$0")/.."
 ctl=userspace/mrpinctl
@@ -63,3 +64,9 @@ title "why: the events file, and the kernel log"
 $ctl events
 dmesg | grep 'mrpin: pid' | tail -n 1
 $ctl limit reset
+
+title "mrpinctl doctor: two mistakes made on purpose (a buffer on the stack, 100 MRs left at exit)"
+selftests/mrpin_misuse stack </dev/null >/dev/null
+selftests/mrpin_mistakes leak-exit 100 </dev/null >/dev/null
+# doctor exits 1 when it finds something: here it must.
+$ctl doctor || echo "(mrpinctl doctor exited with status $?: it found something)"
