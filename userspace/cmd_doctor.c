@@ -475,16 +475,15 @@ static void check_global(struct doctor *d)
 	if (g->is_pct) {
 		ev_add(f, "ram_bytes", EV_BYTES, d->ram);
 		ev_pct(f, "ram_percent", pct_exact(pinned, d->ram));
-	}
-	if (g->is_pct)
 		f->message = strfmt("pinned memory is %llu%% of RAM (global limit %u%% in %s mode)",
 				    (unsigned long long)pct_floor(pinned, d->ram),
 				    g->pct, mode);
-	else
+	} else {
 		f->message = strfmt("pinned memory is %s, %llu%% of the global limit of %s (%s mode)",
 				    bytes_str(pinned),
 				    (unsigned long long)pct_floor(pinned, max),
 				    bytes_str(max), mode);
+	}
 	if (over && warn)
 		f->advice = "only warn mode lets registrations past the limit: pin less or raise global max_pinned";
 	else if (over)
@@ -576,17 +575,14 @@ static bool seen_before(const struct doctor *d, size_t i,
 }
 
 /* "global", "process", "uid 1000", "cgroup /jobs": an event's scope. */
-static const char *scope_str(const char *scope)
+static char *scope_text(const char *scope)
 {
 	const char *colon = strchr(scope, ':');
-	char *buf = ring();
 
 	if (colon)
-		snprintf(buf, RING_LEN, "%.*s %s", (int)(colon - scope), scope,
-			 colon + 1);
-	else
-		snprintf(buf, RING_LEN, "%s", scope);
-	return buf;
+		return strfmt("%.*s %s", (int)(colon - scope), scope,
+			      colon + 1);
+	return xstrdup(scope);
 }
 
 /* A limit in its key's unit. */
@@ -661,6 +657,7 @@ static void check_limit_events(struct doctor *d)
 	uint64_t count, largest, last;
 	const struct event *e, *x;
 	struct finding *f;
+	char *scope;
 	bool deny;
 	size_t i, j;
 
@@ -692,20 +689,22 @@ static void check_limit_events(struct doctor *d)
 		       strcmp(e->key, "max_pins") ? EV_BYTES : EV_COUNT,
 		       x->limit);
 		ev_add(f, "last_time_ns", EV_TIME, last);
+		scope = scope_text(e->scope);
 		if (deny)
 			f->message = strfmt("pid %llu (%s) was refused %s registration%s (up to %s) by the %s limit %s=%s, the last at %s",
 					    (unsigned long long)e->pid, e->comm,
 					    count_str(count), plural(count),
-					    bytes_str(largest), scope_str(e->scope),
+					    bytes_str(largest), scope,
 					    e->key, limit_str(e->key, x->limit),
 					    time_str(last));
 		else
 			f->message = strfmt("pid %llu (%s) went past the %s limit %s=%s %s time%s (allowed in warn mode), the last at %s",
 					    (unsigned long long)e->pid, e->comm,
-					    scope_str(e->scope), e->key,
+					    scope, e->key,
 					    limit_str(e->key, x->limit),
 					    count_str(count), plural(count),
 					    time_str(last));
+		free(scope);
 		f->advice = limit_advice(e->key);
 	}
 }
