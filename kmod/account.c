@@ -40,6 +40,10 @@
  *   proc->lock (spinlock): a process's bookkeeping (peak, counts, cgroup)
  * Counters are atomics.  Lookups walk the hashes under RCU; records are
  * freed through RCU.
+ *
+ * Storage: each kind of record has its own slab cache (mrpin_proc,
+ * mrpin_user, mrpin_cgroup), so that its objects show in /proc/slabinfo and
+ * fault injection can aim at mrpin alone (see mrpin_cache_create()).
  */
 #include <linux/cgroup.h>
 #include <linux/hashtable.h>
@@ -55,6 +59,10 @@ DEFINE_HASHTABLE(mrpin_cgs_hash, MRPIN_OWNER_HASH_BITS);
 LIST_HEAD(mrpin_procs);
 /* Protects the owner hashes and mrpin_procs; see the lock map above. */
 DEFINE_MUTEX(mrpin_owners_lock);
+
+static struct kmem_cache *mrpin_proc_cache;
+static struct kmem_cache *mrpin_user_cache;
+static struct kmem_cache *mrpin_cg_cache;
 
 struct mrpin_stats mrpin_stats;
 
@@ -75,9 +83,10 @@ static struct mrpin_proc *mrpin_proc_alloc(struct mm_struct *mm)
 {
 	struct mrpin_proc *proc;
 
-	proc = kzalloc(sizeof(*proc), GFP_KERNEL);
+	proc = kmem_cache_alloc(mrpin_proc_cache, GFP_KERNEL);
 	if (!proc)
 		return NULL;
+	memset(proc, 0, sizeof(*proc));
 	atomic_set(&proc->ref, 1);
 	spin_lock_init(&proc->lock);
 	proc->mm = mm;
@@ -91,12 +100,18 @@ static struct mrpin_proc *mrpin_proc_alloc(struct mm_struct *mm)
 	return proc;
 }
 
+static void mrpin_proc_free_rcu(struct rcu_head *rcu)
+{
+	kmem_cache_free(mrpin_proc_cache,
+			container_of(rcu, struct mrpin_proc, rcu));
+}
+
 static void mrpin_proc_free(struct mrpin_proc *proc)
 {
 	mmdrop(proc->mm);
 	if (proc->cgrp)
 		cgroup_put(proc->cgrp);
-	kfree_rcu(proc, rcu);
+	call_rcu(&proc->rcu, mrpin_proc_free_rcu);
 }
 
 /* Unlink a parked record and free it after RCU readers are done. */
@@ -209,6 +224,12 @@ u64 mrpin_proc_vm_pinned_bytes(const struct mrpin_proc *proc)
 
 /* --- users --- */
 
+static void mrpin_user_free_rcu(struct rcu_head *rcu)
+{
+	kmem_cache_free(mrpin_user_cache,
+			container_of(rcu, struct mrpin_user, rcu));
+}
+
 static struct mrpin_user *mrpin_user_find_rcu(kuid_t uid)
 {
 	struct mrpin_user *user;
@@ -240,15 +261,16 @@ struct mrpin_user *mrpin_user_get(kuid_t uid)
 	if (user)
 		return user;
 
-	new = kzalloc(sizeof(*new), GFP_KERNEL);
+	new = kmem_cache_alloc(mrpin_user_cache, GFP_KERNEL);
 	if (!new)
 		return ERR_PTR(-ENOMEM);
+	memset(new, 0, sizeof(*new));
 	new->uid = uid;
 
 	mutex_lock(&mrpin_owners_lock);
 	user = mrpin_user_find_rcu(uid);
 	if (user) {
-		kfree(new);
+		kmem_cache_free(mrpin_user_cache, new);
 	} else {
 		hash_add_rcu(mrpin_users_hash, &new->hnode, __kuid_val(uid));
 		user = new;
@@ -258,6 +280,11 @@ struct mrpin_user *mrpin_user_get(kuid_t uid)
 }
 
 /* --- cgroups --- */
+
+static void mrpin_cg_free_rcu(struct rcu_head *rcu)
+{
+	kmem_cache_free(mrpin_cg_cache, container_of(rcu, struct mrpin_cg, rcu));
+}
 
 static struct mrpin_cg *mrpin_cg_find_rcu(u64 id)
 {
@@ -296,7 +323,7 @@ static void mrpin_cg_reap_locked(void)
 			}
 			hash_del_rcu(&cg->hnode);
 			parent = cg->parent;
-			kfree_rcu(cg, rcu);
+			call_rcu(&cg->rcu, mrpin_cg_free_rcu);
 			if (parent && atomic_dec_and_test(&parent->ref))
 				again = true;
 		}
@@ -338,9 +365,10 @@ struct mrpin_cg *mrpin_cg_get(struct cgroup *cgrp)
 			atomic_inc(&found->ref);
 			cg = found;
 		} else {
-			cg = kzalloc(sizeof(*cg), GFP_KERNEL);
+			cg = kmem_cache_alloc(mrpin_cg_cache, GFP_KERNEL);
 			if (!cg)
 				goto nomem;
+			memset(cg, 0, sizeof(*cg));
 			atomic_set(&cg->ref, 1);
 			cg->id = cgroup_id(c);
 		}
@@ -363,7 +391,7 @@ nomem:
 	mutex_unlock(&mrpin_owners_lock);
 	while (leaf) {
 		child = leaf->parent;
-		kfree(leaf);
+		kmem_cache_free(mrpin_cg_cache, leaf);
 		leaf = child;
 	}
 	return ERR_PTR(-ENOMEM);
@@ -603,12 +631,41 @@ void mrpin_uncharge(struct mrpin_pin *pin, u64 bytes, bool released)
 	}
 }
 
+static void mrpin_account_destroy_caches(void)
+{
+	/* The records freed through RCU must be back in their caches. */
+	rcu_barrier();
+	kmem_cache_destroy(mrpin_cg_cache);
+	kmem_cache_destroy(mrpin_user_cache);
+	kmem_cache_destroy(mrpin_proc_cache);
+}
+
+/**
+ * mrpin_account_init() - set up the owner records' caches
+ *
+ * Context: process context.
+ * Return: 0 or -ENOMEM.
+ */
+int mrpin_account_init(void)
+{
+	mrpin_proc_cache = mrpin_cache_create("mrpin_proc",
+					      sizeof(struct mrpin_proc));
+	mrpin_user_cache = mrpin_cache_create("mrpin_user",
+					      sizeof(struct mrpin_user));
+	mrpin_cg_cache = mrpin_cache_create("mrpin_cgroup",
+					    sizeof(struct mrpin_cg));
+	if (mrpin_proc_cache && mrpin_user_cache && mrpin_cg_cache)
+		return 0;
+	mrpin_account_destroy_caches();
+	return -ENOMEM;
+}
+
 /**
  * mrpin_account_exit() - check that nothing is left charged
  *
  * Called after every pin record was dropped: any process record left is a
  * leak of references, reported with its owner.  User and cgroup records,
- * kept for reuse, are freed here.
+ * kept for reuse, are freed here, and so are the records' caches.
  *
  * Context: process context.
  */
@@ -633,7 +690,7 @@ void mrpin_account_exit(void)
 	hash_for_each_safe(mrpin_users_hash, bkt, tmp, user, hnode) {
 		WARN_ON(atomic64_read(&user->usage.pins));
 		hash_del_rcu(&user->hnode);
-		kfree_rcu(user, rcu);
+		call_rcu(&user->rcu, mrpin_user_free_rcu);
 	}
 	/* Children first: a record holds its parent. */
 	while (!hash_empty(mrpin_cgs_hash)) {
@@ -643,10 +700,11 @@ void mrpin_account_exit(void)
 			hash_del_rcu(&cg->hnode);
 			if (cg->parent)
 				atomic_dec(&cg->parent->ref);
-			kfree_rcu(cg, rcu);
+			call_rcu(&cg->rcu, mrpin_cg_free_rcu);
 		}
 	}
 	mutex_unlock(&mrpin_owners_lock);
 	WARN_ON(atomic64_read(&mrpin_stats.usage.pins) ||
 		atomic64_read(&mrpin_stats.usage.pinned_bytes));
+	mrpin_account_destroy_caches();
 }

@@ -96,6 +96,10 @@ static int stats_show(struct seq_file *m, void *v)
 		   atomic64_read(&s->oversized_pins_total));
 	seq_printf(m, "cleanup_releases_total %lld\n",
 		   atomic64_read(&s->cleanup_releases_total));
+	seq_printf(m, "nomem_denials_total %lld\n",
+		   atomic64_read(&s->nomem_denials_total));
+	seq_printf(m, "unrecorded_pins_total %lld\n",
+		   atomic64_read(&s->unrecorded_pins_total));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(stats);

@@ -21,9 +21,12 @@ static int __init mrpin_init(void)
 	ret = mrpin_events_init();
 	if (ret)
 		goto err_policy;
-	ret = mrpin_pin_init();
+	ret = mrpin_account_init();
 	if (ret)
 		goto err_events;
+	ret = mrpin_pin_init();
+	if (ret)
+		goto err_account;
 	ret = mrpin_device_init();
 	if (ret)
 		goto err_pin;
@@ -39,6 +42,8 @@ err_debugfs:
 	mrpin_device_exit();
 err_pin:
 	mrpin_pin_exit();
+err_account:
+	mrpin_account_exit();
 err_events:
 	mrpin_events_exit();
 err_policy:

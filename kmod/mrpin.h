@@ -36,6 +36,7 @@
 
 struct cgroup;
 struct dentry;
+struct kmem_cache;
 struct ib_umem;
 struct mm_struct;
 struct seq_file;
@@ -225,6 +226,10 @@ extern struct mutex mrpin_owners_lock;
  * @oversized_pins_total: registrations at or above the oversize mark
  * @cleanup_releases_total: pins released by the kernel's cleanup (process
  *			exit, closing the device) instead of a deregistration
+ * @nomem_denials_total: pins refused because mrpin could not allocate its
+ *			records (global action=enforce)
+ * @unrecorded_pins_total: pins made without a record, for want of memory
+ *			(global action=warn): their releases are untracked
  */
 struct mrpin_stats {
 	struct mrpin_counter usage;
@@ -239,6 +244,8 @@ struct mrpin_stats {
 	atomic64_t stack_pins_total;
 	atomic64_t oversized_pins_total;
 	atomic64_t cleanup_releases_total;
+	atomic64_t nomem_denials_total;
+	atomic64_t unrecorded_pins_total;
 };
 
 extern struct mrpin_stats mrpin_stats;
@@ -327,6 +334,7 @@ struct mrpin_violation {
 	bool warn;
 };
 
+int mrpin_account_init(void);
 void mrpin_account_exit(void);
 struct mrpin_proc *mrpin_proc_get_current(void);
 void mrpin_proc_put(struct mrpin_proc *proc);
@@ -398,6 +406,7 @@ struct mrpin_callsite {
 /* Live pins by slot (a small, reused index), for the views; RCU readers. */
 extern struct xarray mrpin_pins;
 
+struct kmem_cache *mrpin_cache_create(const char *name, unsigned int size);
 int mrpin_pin_init(void);
 void mrpin_pin_exit(void);
 struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,

@@ -18,8 +18,14 @@
  *
  * A umem mrpin did not see pinned (made before mrpin was loaded, or an ODP
  * or dma-buf umem, which pins no host pages) is released untouched and
- * counted in untracked_releases_total.  So is a pin whose record could not
- * be published.
+ * counted in untracked_releases_total.
+ *
+ * When mrpin cannot allocate what it needs to track a pin (its record, an
+ * owner's record, a slot), it can no longer vouch for any limit, and the
+ * global rule's action decides, as for a limit: enforce refuses the pin
+ * with -ENOMEM (nomem_denials_total); warn lets the real ib_umem_get() pin
+ * it untracked (unrecorded_pins_total), and its release is then counted as
+ * untracked.  Either way nothing is charged, so the counters stay exact.
  *
  * Storage: struct mrpin_pin comes from its own slab cache.  Live pins are
  * in two tables: an rhashtable keyed by the umem pointer (release finds its
@@ -58,9 +64,29 @@ static const struct rhashtable_params mrpin_pin_params = {
 	.automatic_shrinking = true,
 };
 
-static void mrpin_pin_ctor(void *object)
+/* Only there to make the cache unmergeable; see mrpin_cache_create(). */
+static void mrpin_cache_ctor(void *object)
 {
-	memset(object, 0, sizeof(struct mrpin_pin));
+}
+
+/**
+ * mrpin_cache_create() - a slab cache of mrpin's own
+ * @name: its name in /proc/slabinfo and /sys/kernel/slab
+ * @size: the size of its objects
+ *
+ * An own cache shows mrpin's records in /proc/slabinfo, and lets failslab
+ * aim at mrpin alone (/sys/kernel/slab/NAME/failslab with cache-filter, on
+ * a kernel with CONFIG_FAILSLAB).  Both need the cache not to be merged
+ * into another of the same size: a constructor prevents that, 6.1 having
+ * no SLAB_NO_MERGE.  The constructor does nothing, so objects are not
+ * zeroed: the callers clear them.
+ *
+ * Context: process context.
+ * Return: the cache, or NULL.
+ */
+struct kmem_cache *mrpin_cache_create(const char *name, unsigned int size)
+{
+	return kmem_cache_create(name, size, 0, 0, mrpin_cache_ctor);
 }
 
 static void mrpin_pin_free_rcu(struct rcu_head *rcu)
@@ -83,6 +109,25 @@ static void mrpin_pin_free(struct mrpin_pin *pin)
 	call_rcu(&pin->rcu, mrpin_pin_free_rcu);
 }
 
+/*
+ * mrpin could not allocate what tracking the pin needs: refuse it, or let
+ * it through untracked, as the global rule's action says.
+ */
+static struct mrpin_pin *mrpin_pin_nomem(void)
+{
+	bool warn;
+
+	rcu_read_lock();
+	warn = mrpin_policy_global()->warn;
+	rcu_read_unlock();
+	if (warn) {
+		atomic64_inc(&mrpin_stats.unrecorded_pins_total);
+		return NULL;
+	}
+	atomic64_inc(&mrpin_stats.nomem_denials_total);
+	return ERR_PTR(-ENOMEM);
+}
+
 /**
  * mrpin_pin_prepare() - get ready for a pin and charge it
  * @ibdev: the device ib_umem_get() was called for
@@ -93,14 +138,15 @@ static void mrpin_pin_free(struct mrpin_pin *pin)
  * Context: process context (the registering task), may sleep.
  * Return: a record to pass to mrpin_pin_commit() or mrpin_pin_abort();
  * NULL when the pin is not tracked (a range ib_umem_get() will refuse, a
- * task without an mm, a device mrpin does not know); an ERR_PTR() when the
- * pin must be refused.
+ * task without an mm, a device mrpin does not know, no memory for the
+ * records in warn mode); an ERR_PTR() when the pin must be refused.
  */
 struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 				    unsigned long addr, size_t size,
 				    unsigned long caller)
 {
 	struct mrpin_pin *pin;
+	struct mrpin_dev *dev;
 	struct cgroup *cgrp;
 	int ret;
 
@@ -108,21 +154,25 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 	if (!size || addr + size < addr || PAGE_ALIGN(addr + size) < addr + size)
 		return NULL;
 
+	/* Not ours to track: a kernel thread, a device mrpin does not know. */
+	if (!current->mm)
+		return NULL;
+	dev = mrpin_dev_get(ibdev);
+	if (!dev)
+		return NULL;
+
 	pin = kmem_cache_alloc(mrpin_pin_cache, GFP_KERNEL);
-	if (!pin)
-		return ERR_PTR(-ENOMEM);
+	if (!pin) {
+		mrpin_dev_put(dev);
+		return mrpin_pin_nomem();
+	}
 	memset(pin, 0, sizeof(*pin));
 	pin->start = addr;
 	pin->length = size;
 	pin->caller = caller;
-	pin->dev = mrpin_dev_get(ibdev);
+	pin->dev = dev;
 	pin->proc = mrpin_proc_get_current();
-	if (!pin->dev || !pin->proc) {
-		/* Not ours to track: an unknown device, a kernel thread. */
-		mrpin_pin_free(pin);
-		return NULL;
-	}
-	if (IS_ERR(pin->proc))
+	if (IS_ERR_OR_NULL(pin->proc))
 		goto err_nomem;
 	pin->user = mrpin_user_get(current_uid());
 	if (IS_ERR(pin->user))
@@ -159,7 +209,7 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 
 err_nomem:
 	mrpin_pin_free(pin);
-	return ERR_PTR(-ENOMEM);
+	return mrpin_pin_nomem();
 }
 
 /**
@@ -191,9 +241,8 @@ void mrpin_pin_commit(struct mrpin_pin *pin, struct ib_umem *umem)
 	ret = rhashtable_insert_fast(&mrpin_pins_by_umem, &pin->node,
 				     mrpin_pin_params);
 	if (ret) {
-		/* Its release will be counted as untracked. */
-		pr_warn_ratelimited("mrpin: cannot record a pin of pid %d: %d\n",
-				    pin->proc->tgid, ret);
+		/* Made but not recorded: its release will be untracked. */
+		atomic64_inc(&mrpin_stats.unrecorded_pins_total);
 		mrpin_pin_abort(pin);
 		return;
 	}
@@ -315,14 +364,8 @@ int mrpin_pin_init(void)
 {
 	int ret;
 
-	/*
-	 * An own cache, so that its objects show in /proc/slabinfo and
-	 * failslab can aim at it (/sys/kernel/slab/mrpin_pin/failslab, where
-	 * configured).  The constructor keeps SLUB from merging it into
-	 * another cache of the same size: 6.1 has no SLAB_NO_MERGE.
-	 */
-	mrpin_pin_cache = kmem_cache_create("mrpin_pin", sizeof(struct mrpin_pin),
-					    0, 0, mrpin_pin_ctor);
+	mrpin_pin_cache = mrpin_cache_create("mrpin_pin",
+					     sizeof(struct mrpin_pin));
 	if (!mrpin_pin_cache)
 		return -ENOMEM;
 	ret = rhashtable_init(&mrpin_pins_by_umem, &mrpin_pin_params);
