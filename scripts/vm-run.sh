@@ -112,10 +112,17 @@ ENV
 	echo
 } >"$rundir/cmd"
 
+# On a kernel with failslab, mark mrpin's slab caches for it (only the
+# boot command line can since 5.9): mrpin_failslab.sh aims failures there.
+cmdline_extra=
+if grep -qx 'CONFIG_FAILSLAB=y' "$kdir/boot/config-$KVER" 2>/dev/null; then
+	cmdline_extra='slub_debug=A,mrpin_*'
+fi
+
 qemu=(qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot
 	-machine pc -accel tcg,thread=multi -cpu max -smp 2 -m "$mem"
 	-kernel "$vmlinuz" -initrd "$initrd"
-	-append "console=ttyS0 ignore_loglevel panic=-1"
+	-append "console=ttyS0 ignore_loglevel panic=-1 $cmdline_extra"
 	-serial "file:$log"
 	-chardev stdio,id=tty1,signal=off -serial chardev:tty1
 	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap

@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Allocation failure inside mrpin, with failslab aimed at mrpin's own slab
-# caches (cache-filter, /sys/kernel/slab/mrpin_*/failslab): the record of
-# the pin, of its process, of its user and of its cgroup.  When one of them
+# caches: the record of the pin, of its process, of its user and of its
+# cgroup.  The test VM boots a failslab kernel with slub_debug=A,mrpin_*,
+# which marks those caches for failslab's cache-filter; failslab's `space`
+# (bytes allocated before failures start) aims at one of them, as a pin
+# allocates its records in that order.  When one of them
 # cannot be allocated, a registration is refused with ENOMEM under the
 # global action=enforce (nomem_denials_total counts it) and is made
 # untracked under action=warn (unrecorded_pins_total counts it, its release
@@ -22,8 +25,8 @@ FS=/sys/kernel/debug/failslab
 CACHES="mrpin_pin mrpin_proc mrpin_user mrpin_cgroup"
 [ -d $FS ] || ktap_skip_all "the kernel has no failslab (CONFIG_FAILSLAB): make check-debug runs this test"
 for c in $CACHES; do
-	[ -w /sys/kernel/slab/$c/failslab ] ||
-		ktap_skip_all "/sys/kernel/slab/$c/failslab is missing: the cache was merged"
+	[ "$(cat /sys/kernel/slab/$c/failslab 2>/dev/null)" = 1 ] ||
+		ktap_skip_all "the $c cache is not marked for failslab: boot with slub_debug=A,mrpin_*"
 done
 ktap_plan 45
 
@@ -40,12 +43,8 @@ fs_saved=$(for f in verbose ignore-gfp-wait cache-filter probability interval ti
 done)
 
 cleanup() {
-	local f v c
+	local f v
 
-	for c in $CACHES; do
-		[ -e /sys/kernel/slab/$c/failslab ] &&
-			echo 0 >/sys/kernel/slab/$c/failslab
-	done
 	while read -r f v; do
 		echo "$v" >$FS/"$f"
 	done <<<"$fs_saved"
@@ -55,32 +54,36 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# failslab fails every allocation of the caches marked below, and only
-# those (cache-filter), with no log (verbose 0), sleeping ones too.
+# failslab fails allocations from mrpin's caches only (cache-filter), with
+# no log (verbose 0), sleeping ones too.
+echo 0 >$FS/probability
 echo 0 >$FS/verbose
 echo N >$FS/ignore-gfp-wait
 echo Y >$FS/cache-filter
-echo 0 >$FS/space
 echo 1 >$FS/interval
 echo -1 >$FS/times
 
-failslab_on() { # failslab_on PERCENT CACHE...
-	local c
+size() {
+	cat /sys/kernel/slab/"$1"/object_size
+}
 
+# failslab_on PERCENT [CACHE]: fail allocations from mrpin's caches, or
+# from CACHE on: a pin allocates from mrpin_pin, then from mrpin_proc (a
+# new process), then mrpin_user (a new uid) or mrpin_cgroup (a new cgroup).
+failslab_on() {
+	local space=0
+
+	case ${2:-} in
+	mrpin_proc) space=$(($(size mrpin_pin) + 1)) ;;
+	mrpin_user | mrpin_cgroup)
+		space=$(($(size mrpin_pin) + $(size mrpin_proc) + 1)) ;;
+	esac
+	echo $space >$FS/space
 	echo "$1" >$FS/probability
-	shift
-	for c in "$@"; do
-		echo 1 >/sys/kernel/slab/$c/failslab
-	done
 }
 
 failslab_off() {
-	local c
-
 	echo 0 >$FS/probability
-	for c in $CACHES; do
-		echo 0 >/sys/kernel/slab/$c/failslab
-	done
 }
 
 set_action() {
@@ -119,6 +122,9 @@ live_is_zero() {
 	[ "$(mrpin_stat pins)" = 0 ] && [ "$(mrpin_stat pinned_bytes)" = 0 ] &&
 		[ "$(grep -vc '^#' $MRPIN_DIR/pins)" = 0 ]
 }
+
+# The records of root and of this cgroup exist from now on.
+run_pinner mrpin_pin 4K </dev/null >/dev/null
 
 # One registration of 1 MiB while CACHE fails, under action=enforce: it is
 # refused with ENOMEM and counted, and nothing is charged.
@@ -180,7 +186,7 @@ for action in enforce warn; do
 	made=$(mrpin_stat pins_total)
 	released=$(mrpin_stat releases_total)
 	ok=0 refused=0 other=0
-	failslab_on 25 $CACHES
+	failslab_on 25
 	for i in $(seq 100); do
 		c=mrpin_pin
 		case $((i % 4)) in

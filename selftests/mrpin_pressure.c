@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mrpin_pressure: the global cap under memory pressure.
+ *
+ * With the global max_pinned at a quarter of RAM, one process registers
+ * 32 MiB regions until mrpin refuses it at the cap; then another process
+ * allocates and touches anonymous memory until the kernel starts to
+ * reclaim.  The pinned total never passes the cap (sampled all along),
+ * registrations past it are still refused with ENOMEM under pressure, the
+ * pins agree with VmPin, and no process is OOM-killed: the memory the cap
+ * kept from the pinner is there for the rest of the machine.
+ */
+#define _GNU_SOURCE
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "mrpin_test.h"
+
+#define CHUNK		(32UL << 20)	/* one registration */
+#define HOG_STEP	(8UL << 20)	/* the hog's allocation step */
+#define RETRIES		10		/* registrations tried under pressure */
+
+/* A counter of /proc/vmstat, or -1. */
+static long long vmstat(const char *key)
+{
+	char *buf, *line;
+	long long val = -1;
+	size_t klen = strlen(key);
+
+	if (mrpin_read_file("/proc/vmstat", &buf))
+		return -1;
+	for (line = buf; line; line = strchr(line, '\n')) {
+		if (*line == '\n')
+			line++;
+		if (!strncmp(line, key, klen) && line[klen] == ' ') {
+			val = atoll(line + klen + 1);
+			break;
+		}
+	}
+	free(buf);
+	return val;
+}
+
+/* Pages the kernel scanned to reclaim memory, so far. */
+static long long reclaim_scans(void)
+{
+	return vmstat("pgscan_kswapd") + vmstat("pgscan_direct");
+}
+
+/* A line of /proc/meminfo, in bytes, or 0. */
+static uint64_t meminfo(const char *key)
+{
+	unsigned long long kib = 0;
+	char *buf, *line;
+
+	if (mrpin_read_file("/proc/meminfo", &buf))
+		return 0;
+	line = strstr(buf, key);
+	if (line)
+		sscanf(line + strlen(key), ": %llu kB", &kib);
+	free(buf);
+	return kib * 1024;
+}
+
+static uint64_t pinned_now(void)
+{
+	struct mrpin_stats s;
+
+	return mrpin_read_stats(&s) ? UINT64_MAX : s.pinned_bytes;
+}
+
+struct pinner_report {
+	int regs;		/* registrations made */
+	int err;		/* errno of the one that failed */
+	int refused;		/* of the RETRIES, refused with ENOMEM */
+};
+
+/*
+ * The pinner: register CHUNKs until one fails, report, then on 'r' try
+ * RETRIES more and report again, on 'q' (or EOF) deregister all and exit.
+ */
+static int pinner(int cmd, int out, uint64_t max_regs)
+{
+	struct pinner_report rep = { 0 };
+	struct ibv_context *ctx;
+	struct ibv_mr **mrs;
+	struct ibv_pd *pd;
+	char c;
+	void *buf;
+	int i;
+
+	mrpin_unlimit_memlock();
+	ctx = mrpin_open_dev(mrpin_dev_name());
+	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	mrs = calloc(max_regs + 2 * RETRIES, sizeof(*mrs));
+	if (!pd || !mrs)
+		return 1;
+	while ((uint64_t)rep.regs < max_regs + RETRIES) {
+		buf = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (buf == MAP_FAILED)
+			return 1;
+		if (_do_reg(pd, buf, CHUNK, &mrs[rep.regs])) {
+			rep.err = errno;
+			munmap(buf, CHUNK);
+			break;
+		}
+		rep.regs++;
+	}
+	if (write(out, &rep, sizeof(rep)) != sizeof(rep))
+		return 1;
+	while (read(cmd, &c, 1) == 1 && c == 'r') {
+		buf = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (buf == MAP_FAILED)
+			return 1;
+		for (i = 0; i < RETRIES; i++) {
+			struct ibv_mr *mr;
+
+			if (!_do_reg(pd, buf, CHUNK, &mr)) {
+				mrs[rep.regs++] = mr;
+				continue;
+			}
+			if (errno == ENOMEM)
+				rep.refused++;
+		}
+		if (write(out, &rep, sizeof(rep)) != sizeof(rep))
+			return 1;
+	}
+	for (i = 0; i < rep.regs; i++)
+		if (_do_dereg(mrs[i]))
+			return 1;
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return 0;
+}
+
+/*
+ * The hog: allocate and touch memory until the kernel scans pages to
+ * reclaim (or, to be safe, until MemAvailable is nearly gone); write the
+ * bytes it holds, then hold them until killed.
+ */
+static int hog(int cmd, int out, uint64_t unused)
+{
+	long long scans = reclaim_scans();
+	uint64_t held = 0;
+	char *p;
+
+	(void)cmd;
+	(void)unused;
+	while (reclaim_scans() == scans && meminfo("MemAvailable") > HOG_STEP * 2) {
+		p = mmap(NULL, HOG_STEP, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			break;
+		memset(p, 0x5a, HOG_STEP);
+		held += HOG_STEP;
+	}
+	if (write(out, &held, sizeof(held)) != sizeof(held))
+		return 1;
+	pause();
+	return 0;
+}
+
+static pid_t spawn(int (*fn)(int, int, uint64_t), int cmd, int out,
+		   uint64_t arg)
+{
+	pid_t pid = fork();
+
+	if (!pid)
+		_exit(fn(cmd, out, arg));
+	return pid;
+}
+
+FIXTURE(pressure) {
+	char *saved_policy;
+	pid_t pinner, hog;
+	int cmd[2], rep[2];
+};
+
+FIXTURE_SETUP(pressure)
+{
+	if (geteuid())
+		SKIP(return, "needs root");
+	ASSERT_EQ(0, mrpin_read_file(MRPIN_LIMITS_FILE, &self->saved_policy));
+	ASSERT_EQ(0, pipe(self->cmd));
+	ASSERT_EQ(0, pipe(self->rep));
+}
+
+FIXTURE_TEARDOWN(pressure)
+{
+	if (self->hog > 0) {
+		kill(self->hog, SIGKILL);
+		waitpid(self->hog, NULL, 0);
+	}
+	if (self->pinner > 0) {
+		kill(self->pinner, SIGKILL);
+		waitpid(self->pinner, NULL, 0);
+	}
+	if (self->saved_policy)
+		mrpin_limits_write(self->saved_policy,
+				   strlen(self->saved_policy));
+	free(self->saved_policy);
+}
+
+TEST_F_TIMEOUT(pressure, global_cap_holds_while_the_machine_reclaims, 600)
+{
+	uint64_t ram = meminfo("MemTotal"), cap, held, pinned, vmpin = 0, peak = 0;
+	long long oom_kills = vmstat("oom_kill"), scans;
+	struct mrpin_proc_row *procs = NULL;
+	const struct mrpin_proc_row *row;
+	struct pinner_report rep;
+	struct pollfd pfd;
+	char policy[128];
+	int n, status;
+
+	ASSERT_GT(ram, 0UL);
+	ASSERT_GE(oom_kills, 0);
+	ASSERT_EQ(0UL, pinned_now()) TH_LOG("pins left by an earlier test");
+	cap = ram / 4 / CHUNK * CHUNK + CHUNK / 2;
+	snprintf(policy, sizeof(policy),
+		 "global max_pinned=%" PRIu64 " action=enforce\n", cap);
+	ASSERT_EQ(0, mrpin_limits_write(policy, strlen(policy)));
+
+	/* Pin up to the cap. */
+	self->pinner = spawn(pinner, self->cmd[0], self->rep[1], cap / CHUNK);
+	ASSERT_GT(self->pinner, 0);
+	ASSERT_EQ((ssize_t)sizeof(rep), read(self->rep[0], &rep, sizeof(rep)));
+	TH_LOG("cap %" PRIu64 " MiB: %d registrations of 32 MiB, then errno %d",
+	       cap >> 20, rep.regs, rep.err);
+	EXPECT_EQ((int)(cap / CHUNK), rep.regs);
+	EXPECT_EQ(ENOMEM, rep.err);
+	pinned = pinned_now();
+	EXPECT_EQ(rep.regs * CHUNK, pinned);
+	EXPECT_EQ(0, mrpin_vmpin(self->pinner, &vmpin));
+	EXPECT_EQ(pinned, vmpin);
+
+	/* Another process takes the rest until the kernel reclaims. */
+	scans = reclaim_scans();
+	self->hog = spawn(hog, -1, self->rep[1], 0);
+	ASSERT_GT(self->hog, 0);
+	pfd = (struct pollfd){ .fd = self->rep[0], .events = POLLIN };
+	while (poll(&pfd, 1, 20) == 0) {
+		pinned = pinned_now();
+		if (pinned > peak)
+			peak = pinned;
+	}
+	ASSERT_EQ((ssize_t)sizeof(held),
+		  read(self->rep[0], &held, sizeof(held)));
+	TH_LOG("the other process holds %" PRIu64 " MiB; MemAvailable %" PRIu64
+	       " MiB; pages scanned for reclaim %lld", held >> 20,
+	       meminfo("MemAvailable") >> 20, reclaim_scans() - scans);
+	EXPECT_GT(held, 0UL);
+	EXPECT_GT(reclaim_scans(), scans) TH_LOG("no reclaim: no pressure");
+	EXPECT_LE(peak, cap);
+
+	/* Under pressure, the cap still refuses. */
+	ASSERT_EQ(1, write(self->cmd[1], "r", 1));
+	ASSERT_EQ((ssize_t)sizeof(rep), read(self->rep[0], &rep, sizeof(rep)));
+	EXPECT_EQ(RETRIES, rep.refused);
+	EXPECT_LE(pinned_now(), cap);
+	n = mrpin_read_procs(&procs);
+	ASSERT_GE(n, 0);
+	row = mrpin_find_proc(procs, n, self->pinner);
+	ASSERT_NE(NULL, row);
+	EXPECT_EQ(0, mrpin_vmpin(self->pinner, &vmpin));
+	EXPECT_EQ(row->pinned_bytes, vmpin);
+	free(procs);
+
+	/* Nobody was OOM-killed: both processes are alive. */
+	EXPECT_EQ(oom_kills, vmstat("oom_kill"));
+	EXPECT_EQ(0, waitpid(self->hog, &status, WNOHANG));
+	EXPECT_EQ(0, waitpid(self->pinner, &status, WNOHANG));
+
+	kill(self->hog, SIGKILL);
+	ASSERT_EQ(self->hog, waitpid(self->hog, &status, 0));
+	self->hog = 0;
+	ASSERT_EQ(1, write(self->cmd[1], "q", 1));
+	ASSERT_EQ(self->pinner, waitpid(self->pinner, &status, 0));
+	self->pinner = 0;
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ(0UL, pinned_now());
+}
+
+TEST_HARNESS_MAIN
