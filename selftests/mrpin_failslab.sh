@@ -53,6 +53,7 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 1' TERM INT
 
 # failslab fails allocations from mrpin's caches only (cache-filter), with
 # no log (verbose 0), sleeping ones too.
@@ -175,8 +176,8 @@ for c in $CACHES; do
 done
 set_action enforce
 
-# Random failures in every cache at once, 100 registrations (each in a
-# process of its own) in each mode: every registration either was refused
+# Random failures in every cache at once, $MRPIN_FAILSLAB_RUNS (default 30)
+# registrations, each in a process of its own, in each mode: every registration either was refused
 # and counted, or was made and counted, tracked or not; all that was
 # tracked is released.
 for action in enforce warn; do
@@ -187,7 +188,7 @@ for action in enforce warn; do
 	released=$(mrpin_stat releases_total)
 	ok=0 refused=0 other=0
 	failslab_on 25
-	for i in $(seq 100); do
+	for i in $(seq "${MRPIN_FAILSLAB_RUNS:-30}"); do
 		c=mrpin_pin
 		case $((i % 4)) in
 		1) c=mrpin_user ;;

@@ -3,14 +3,16 @@
  * mrpin_pressure: the global cap under memory pressure.
  *
  * With the global max_pinned at a quarter of RAM, one process registers
- * 32 MiB regions until mrpin refuses it at the cap; then another process
- * allocates and touches anonymous memory until the kernel starts to
- * reclaim.  The pinned total never passes the cap (sampled all along),
+ * 32 MiB regions until mrpin refuses it at the cap; then, with some page
+ * cache to reclaim (files read from the host's /usr over 9p), another
+ * process allocates and touches anonymous memory until the kernel starts
+ * to reclaim.  The pinned total never passes the cap (sampled all along),
  * registrations past it are still refused with ENOMEM under pressure, the
  * pins agree with VmPin, and no process is OOM-killed: the memory the cap
  * kept from the pinner is there for the rest of the machine.
  */
 #define _GNU_SOURCE
+#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -21,6 +23,47 @@
 #define CHUNK		(32UL << 20)	/* one registration */
 #define HOG_STEP	(8UL << 20)	/* the hog's allocation step */
 #define RETRIES		10		/* registrations tried under pressure */
+#define PAGE_CACHE	(256UL << 20)	/* file pages read before the hog */
+
+static uint64_t cache_read;
+
+static int read_one_file(const char *path, const struct stat *st, int type,
+			 struct FTW *ftw)
+{
+	static char buf[1 << 20];
+	ssize_t n;
+	int fd;
+
+	(void)ftw;
+	if (type != FTW_F || !S_ISREG(st->st_mode))
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		cache_read += n;
+	close(fd);
+	return cache_read >= PAGE_CACHE;
+}
+
+/* Fill the page cache with clean file pages: memory the kernel can reclaim. */
+static uint64_t fill_page_cache(void)
+{
+	cache_read = 0;
+	nftw("/usr/lib", read_one_file, 32, FTW_PHYS);
+	return cache_read;
+}
+
+/* Anonymous memory in 2 MiB pages where the kernel has THP: fewer faults. */
+static void *map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p != MAP_FAILED)
+		madvise(p, len, MADV_HUGEPAGE);
+	return p;
+}
 
 /* A counter of /proc/vmstat, or -1. */
 static long long vmstat(const char *key)
@@ -98,8 +141,7 @@ static int pinner(int cmd, int out, uint64_t max_regs)
 	if (!pd || !mrs)
 		return 1;
 	while ((uint64_t)rep.regs < max_regs + RETRIES) {
-		buf = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		buf = map_anon(CHUNK);
 		if (buf == MAP_FAILED)
 			return 1;
 		if (_do_reg(pd, buf, CHUNK, &mrs[rep.regs])) {
@@ -112,8 +154,7 @@ static int pinner(int cmd, int out, uint64_t max_regs)
 	if (write(out, &rep, sizeof(rep)) != sizeof(rep))
 		return 1;
 	while (read(cmd, &c, 1) == 1 && c == 'r') {
-		buf = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		buf = map_anon(CHUNK);
 		if (buf == MAP_FAILED)
 			return 1;
 		for (i = 0; i < RETRIES; i++) {
@@ -151,8 +192,7 @@ static int hog(int cmd, int out, uint64_t unused)
 	(void)cmd;
 	(void)unused;
 	while (reclaim_scans() == scans && meminfo("MemAvailable") > HOG_STEP * 2) {
-		p = mmap(NULL, HOG_STEP, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		p = map_anon(HOG_STEP);
 		if (p == MAP_FAILED)
 			break;
 		memset(p, 0x5a, HOG_STEP);
@@ -238,6 +278,8 @@ TEST_F_TIMEOUT(pressure, global_cap_holds_while_the_machine_reclaims, 600)
 	EXPECT_EQ(pinned, vmpin);
 
 	/* Another process takes the rest until the kernel reclaims. */
+	TH_LOG("%" PRIu64 " MiB of files read into the page cache",
+	       fill_page_cache() >> 20);
 	scans = reclaim_scans();
 	self->hog = spawn(hog, -1, self->rep[1], 0);
 	ASSERT_GT(self->hog, 0);
