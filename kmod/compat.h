@@ -12,6 +12,7 @@
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
 #include <linux/uaccess.h>
+#include <asm/msr.h>
 #include <asm/syscall.h>
 #include <asm/unistd.h>
 
@@ -89,6 +90,25 @@ static inline bool mrpin_user_follows_call(unsigned long ip)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * The current task's user thread pointer (x86-64: the FS base, which the
+ * kernel does not change on entry), or 0.  glibc and musl put it at the top
+ * of a thread's stack block: the thread's struct pthread, with its static
+ * TLS just below.  Read from the register, not from thread.fsbase, which is
+ * stale while the task runs if user space wrote it with WRFSBASE.
+ */
+static inline unsigned long mrpin_user_thread_pointer(void)
+{
+#ifdef CONFIG_X86_64
+	unsigned long base;
+
+	rdmsrl(MSR_FS_BASE, base);
+	return base;
+#else
+	return 0;
+#endif
 }
 
 #endif /* _MRPIN_COMPAT_H */

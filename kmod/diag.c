@@ -71,10 +71,22 @@ static struct mrpin_leak mrpin_leaks[MRPIN_LEAKS];
 /* Protects mrpin_leaks. */
 static DEFINE_SPINLOCK(mrpin_leaks_lock);
 
+/*
+ * Whether [start, start + length) is stack memory: the main thread's stack
+ * VMA (VM_GROWSDOWN, never merged with a mapping without it), or the stack
+ * of the registering thread.  A thread stack is an ordinary anonymous mapping,
+ * which the kernel merges with an adjacent anonymous mapping of the same
+ * protection: the VMA holding the stack pointer can go on above the stack
+ * into a heap buffer mapped before the thread was made.  The stack block
+ * ends at the page holding the thread pointer, where the C libraries put
+ * the thread's descriptor; the VMA's end is used when the thread pointer
+ * is not in that VMA above the stack pointer (an unknown layout).
+ */
 static bool mrpin_range_on_stack(unsigned long start, size_t length)
 {
 	unsigned long sp = user_stack_pointer(current_pt_regs());
-	unsigned long end = start + length;
+	unsigned long tp = mrpin_user_thread_pointer();
+	unsigned long end = start + length, top;
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
 	bool hit = false;
@@ -85,8 +97,13 @@ static bool mrpin_range_on_stack(unsigned long start, size_t length)
 	if (vma && start < vma->vm_end && end > vma->vm_start)
 		hit = true;
 	vma = vma_lookup(mm, sp);
-	if (vma && start < vma->vm_end && end > vma->vm_start)
-		hit = true;
+	if (vma) {
+		top = vma->vm_end;
+		if (!(vma->vm_flags & VM_GROWSDOWN) && tp > sp && tp < top)
+			top = PAGE_ALIGN(tp + 1);
+		if (start < top && end > vma->vm_start)
+			hit = true;
+	}
 	mmap_read_unlock(mm);
 	return hit;
 }

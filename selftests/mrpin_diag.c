@@ -882,7 +882,10 @@ TEST_F(diag, global_keys_read_back_and_are_refused_on_other_rules)
  * 3. Stack memory, registered from the main thread or from a pthread, is
  * flagged; stack=warn (the default) allows it with an event and a log line,
  * stack=allow without a word, stack=deny refuses it with ENOMEM.  A heap
- * buffer registered from the same thread is not flagged.
+ * buffer registered from the same thread is not flagged, also when it is
+ * in the same VMA as the thread's stack, just above it: the kernel merges
+ * a thread stack with an anonymous mapping made before it, and the
+ * variant with its own stack builds exactly that.
  */
 FIXTURE(stack) {
 	struct diag_test t;
@@ -890,6 +893,7 @@ FIXTURE(stack) {
 
 FIXTURE_VARIANT(stack) {
 	bool thread;
+	bool heap_above_stack;	/* the thread's stack and the heap buffer: one VMA */
 	const char *rule;	/* stack=...; NULL: the default (warn) */
 };
 
@@ -911,6 +915,9 @@ FIXTURE_VARIANT_ADD(stack, pthread_allow) {
 FIXTURE_VARIANT_ADD(stack, pthread_deny) {
 	.thread = true, .rule = "deny",
 };
+FIXTURE_VARIANT_ADD(stack, pthread_heap_above_its_stack_deny) {
+	.thread = true, .heap_above_stack = true, .rule = "deny",
+};
 
 FIXTURE_SETUP(stack)
 {
@@ -921,6 +928,8 @@ FIXTURE_TEARDOWN(stack)
 {
 	test_teardown(&self->t);
 }
+
+#define STACK_REGION	(1UL << 20)	/* a thread stack of the test's own */
 
 struct stack_job {
 	struct ibv_pd *pd;
@@ -933,6 +942,7 @@ struct stack_job {
 	char *heap_buf;
 	struct ibv_mr *heap_mr;
 	int heap_err;
+	char *heap_above;	/* the heap buffer to use; NULL: map one */
 	/* the state before */
 	struct diag_stats before;
 	struct diag_proc_row proc_before;
@@ -1027,7 +1037,8 @@ static void stack_frame(struct __test_metadata *_metadata,
 	char buf[3 * PAGE] __attribute__((aligned(64)));
 
 	memset(buf, 0x5a, sizeof(buf));
-	job->heap_buf = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+	job->heap_buf = job->heap_above ?:
+			mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (job->heap_buf == MAP_FAILED) {
 		job->heap_buf = NULL;
@@ -1051,7 +1062,7 @@ static void stack_frame(struct __test_metadata *_metadata,
 		ibv_dereg_mr(job->stack_mr);
 	if (job->heap_mr)
 		ibv_dereg_mr(job->heap_mr);
-	if (job->heap_buf)
+	if (job->heap_buf && !job->heap_above)
 		munmap(job->heap_buf, PAGE);
 	job->stack_mr = job->heap_mr = NULL;
 	/* The buffer must live until here. */
@@ -1070,8 +1081,9 @@ TEST_F(stack, registration_of_stack_memory_is_flagged_and_warned_allowed_or_deni
 	struct stack_job job = { .pd = t->pd, .thread = variant->thread };
 	struct diag_stats after;
 	struct ibv_mr *anchor;
+	char rule[64], *region = NULL;
+	pthread_attr_t attr;
 	pthread_t thread;
-	char rule[64];
 	void *heap;
 
 	if (variant->rule) {
@@ -1088,9 +1100,19 @@ TEST_F(stack, registration_of_stack_memory_is_flagged_and_warned_allowed_or_deni
 	job.kfd = mrpin_kmsg_open();
 	ASSERT_LE(0, job.kfd);
 
+	ASSERT_EQ(0, pthread_attr_init(&attr));
+	if (variant->heap_above_stack) {
+		/* One mapping: the stack below, then a page of heap. */
+		region = mmap(NULL, STACK_REGION + PAGE, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ASSERT_NE(MAP_FAILED, region);
+		ASSERT_EQ(0, pthread_attr_setstack(&attr, region, STACK_REGION));
+		job.heap_above = region + STACK_REGION;
+		memset(job.heap_above, 0x5a, PAGE);
+	}
 	if (variant->thread) {
 		ASSERT_EQ(0, pthread_barrier_init(&job.bar, NULL, 2));
-		ASSERT_EQ(0, pthread_create(&thread, NULL, stack_thread, &job));
+		ASSERT_EQ(0, pthread_create(&thread, &attr, stack_thread, &job));
 		pthread_barrier_wait(&job.bar);
 		stack_checks(_metadata, variant, &job);
 		pthread_barrier_wait(&job.bar);
@@ -1100,6 +1122,9 @@ TEST_F(stack, registration_of_stack_memory_is_flagged_and_warned_allowed_or_deni
 		stack_frame(_metadata, variant, &job);
 	}
 	close(job.kfd);
+	pthread_attr_destroy(&attr);
+	if (region)
+		munmap(region, STACK_REGION + PAGE);
 
 	/* The flag went with the pin; the count stays. */
 	read_stats(&after);
