@@ -12,7 +12,8 @@
 # untracked under action=warn (unrecorded_pins_total counts it, its release
 # is an untracked release).  Nothing is charged in either case: the live
 # counters stay exact, through a run of random failures too, and the kernel
-# log stays clean.
+# log stays clean (and the test VM's kmemleak scan after the last rmmod
+# finds nothing).
 #
 # Needs CONFIG_FAILSLAB and CONFIG_FAULT_INJECTION_DEBUG_FS: the debug
 # kernel (make check-debug).
@@ -28,7 +29,7 @@ for c in $CACHES; do
 	[ "$(cat /sys/kernel/slab/$c/failslab 2>/dev/null)" = 1 ] ||
 		ktap_skip_all "the $c cache is not marked for failslab: boot with slub_debug=A,mrpin_*"
 done
-ktap_plan 45
+ktap_plan 44
 
 here=$(cd "$(dirname "$0")" && pwd)
 PINNER=$here/mrpin_pinner
@@ -176,7 +177,7 @@ for c in $CACHES; do
 done
 set_action enforce
 
-# Random failures in every cache at once, $MRPIN_FAILSLAB_RUNS (default 30)
+# Random failures in every cache at once, $MRPIN_FAILSLAB_RUNS (default 20)
 # registrations, each in a process of its own, in each mode: every registration either was refused
 # and counted, or was made and counted, tracked or not; all that was
 # tracked is released.
@@ -188,7 +189,7 @@ for action in enforce warn; do
 	released=$(mrpin_stat releases_total)
 	ok=0 refused=0 other=0
 	failslab_on 25
-	for i in $(seq "${MRPIN_FAILSLAB_RUNS:-30}"); do
+	for i in $(seq "${MRPIN_FAILSLAB_RUNS:-20}"); do
 		c=mrpin_pin
 		case $((i % 4)) in
 		1) c=mrpin_user ;;
@@ -235,13 +236,5 @@ run_pinner mrpin_pin 1M </dev/null >/dev/null 2>&1
 ktap_check "tracking_resumes_without_failures" \
 	test "$(mrpin_stat pins_total)" = $((made + 1))
 
-if [ -w /sys/kernel/debug/kmemleak ]; then
-	echo scan >/sys/kernel/debug/kmemleak
-	echo scan >/sys/kernel/debug/kmemleak
-	leaks=$(grep -c 'mrpin' /sys/kernel/debug/kmemleak)
-	ktap_check "kmemleak_finds_no_mrpin_object" test "$leaks" = 0
-else
-	ktap_ok "kmemleak_finds_no_mrpin_object # SKIP no kmemleak"
-fi
 ktap_check "kernel_log_has_no_new_problems" test "$(dmesg_problems)" = "$problems"
 ktap_finish
