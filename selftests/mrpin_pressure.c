@@ -2,7 +2,7 @@
 /*
  * mrpin_pressure: the global cap under memory pressure.
  *
- * With the global max_pinned at a quarter of RAM, one process registers
+ * With the global max_pinned at an eighth of RAM, one process registers
  * 32 MiB regions until mrpin refuses it at the cap; then, with some page
  * cache to reclaim (files read from the host's /usr over 9p), another
  * process allocates and touches anonymous memory until the kernel starts
@@ -23,7 +23,7 @@
 #define CHUNK		(32UL << 20)	/* one registration */
 #define HOG_STEP	(8UL << 20)	/* the hog's allocation step */
 #define RETRIES		10		/* registrations tried under pressure */
-#define PAGE_CACHE	(256UL << 20)	/* file pages read before the hog */
+#define PAGE_CACHE	(128UL << 20)	/* file pages read before the hog */
 
 static uint64_t cache_read;
 
@@ -259,7 +259,7 @@ TEST_F_TIMEOUT(pressure, global_cap_holds_while_the_machine_reclaims, 600)
 	ASSERT_GT(ram, 0UL);
 	ASSERT_GE(oom_kills, 0);
 	ASSERT_EQ(0UL, pinned_now()) TH_LOG("pins left by an earlier test");
-	cap = ram / 4 / CHUNK * CHUNK + CHUNK / 2;
+	cap = ram / 8 / CHUNK * CHUNK + CHUNK / 2;
 	snprintf(policy, sizeof(policy),
 		 "global max_pinned=%" PRIu64 " action=enforce\n", cap);
 	ASSERT_EQ(0, mrpin_limits_write(policy, strlen(policy)));
