@@ -80,9 +80,15 @@ static void notrace mrpin_hook_thunk(unsigned long ip, unsigned long parent_ip,
 	},								\
 }
 
+/*
+ * Redirected in this order, and back in the reverse one: ib_umem_release()
+ * first, so that every pin mrpin records has its release seen.  The other
+ * way round, a pin made and released between the two would keep its
+ * record after the umem was freed.
+ */
 static struct mrpin_hook mrpin_hooks[] = {
-	MRPIN_HOOK(ib_umem_get, mrpin_umem_get),
 	MRPIN_HOOK(ib_umem_release, mrpin_umem_release),
+	MRPIN_HOOK(ib_umem_get, mrpin_umem_get),
 };
 
 /**

@@ -41,6 +41,7 @@
  * once published.
  */
 #include <linux/cgroup.h>
+#include <linux/delay.h>
 #include <linux/rhashtable.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
@@ -225,6 +226,47 @@ void mrpin_pin_abort(struct mrpin_pin *pin)
 	mrpin_pin_free(pin);
 }
 
+static void mrpin_pin_forget(struct mrpin_pin *pin, bool released)
+{
+	mrpin_uncharge(pin, mrpin_pin_bytes(pin->start, pin->length),
+		       released);
+	mrpin_pin_free(pin);
+}
+
+/*
+ * Put a record in the table by umem.  A record already there for the same
+ * umem is stale: that umem was freed without mrpin seeing its release (the
+ * release path was not redirected at the time), and the address came back.
+ * It is dropped, as released.  -EBUSY (a rehash already running while the
+ * table is over full) passes once the rehash worker has run.
+ */
+static int mrpin_pin_publish(struct mrpin_pin *pin)
+{
+	struct mrpin_pin *old;
+	int tries = 0;
+
+	for (;;) {
+		old = rhashtable_lookup_get_insert_fast(&mrpin_pins_by_umem,
+							&pin->node,
+							mrpin_pin_params);
+		if (!old)
+			return 0;
+		if (IS_ERR(old)) {
+			if (PTR_ERR(old) != -EBUSY || ++tries > 1000)
+				return PTR_ERR(old);
+			usleep_range(20, 100);
+			continue;
+		}
+		if (rhashtable_remove_fast(&mrpin_pins_by_umem, &old->node,
+					   mrpin_pin_params))
+			continue;
+		pr_warn_once("mrpin: a pin of pid %d was released unseen\n",
+			     old->proc->tgid);
+		xa_erase(&mrpin_pins, old->slot);
+		mrpin_pin_forget(old, true);
+	}
+}
+
 /**
  * mrpin_pin_commit() - record a pin the kernel made
  * @pin: what mrpin_pin_prepare() returned
@@ -238,8 +280,7 @@ void mrpin_pin_commit(struct mrpin_pin *pin, struct ib_umem *umem)
 
 	pin->umem = umem;
 	pin->created_ns = local_clock();
-	ret = rhashtable_insert_fast(&mrpin_pins_by_umem, &pin->node,
-				     mrpin_pin_params);
+	ret = mrpin_pin_publish(pin);
 	if (ret) {
 		/* Made but not recorded: its release will be untracked. */
 		atomic64_inc(&mrpin_stats.unrecorded_pins_total);
@@ -274,13 +315,6 @@ static struct mrpin_pin *mrpin_pin_take(struct ib_umem *umem)
 	if (pin)
 		xa_erase(&mrpin_pins, pin->slot);
 	return pin;
-}
-
-static void mrpin_pin_forget(struct mrpin_pin *pin, bool released)
-{
-	mrpin_uncharge(pin, mrpin_pin_bytes(pin->start, pin->length),
-		       released);
-	mrpin_pin_free(pin);
 }
 
 /**
