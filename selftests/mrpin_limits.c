@@ -447,6 +447,8 @@ struct child_mr {
 	struct ibv_mr *mr;
 };
 
+#define RACE_MAX_S	30	/* the longest a churning race goes on */
+
 struct race_thread {
 	pthread_t thread;
 	struct ibv_pd *pd;
@@ -482,8 +484,9 @@ static void race_drop(struct race_thread *rt)
 
 /*
  * Register MRs of min_pages..max_pages pages: with ms, for ms
- * milliseconds, dropping a random one after each refusal; without, until
- * the first refusal.
+ * milliseconds and until the first refusal (on a slow kernel the limit
+ * takes longer to reach; RACE_MAX_S bounds it), dropping a random one
+ * after each refusal; without, until the first refusal.
  */
 static void *race_loop(void *arg)
 {
@@ -491,12 +494,14 @@ static void *race_loop(void *arg)
 	const struct helper_req *q = rt->req;
 	struct ibv_mr *mr;
 	uint64_t pages;
-	double end;
+	double start, now;
 
 	pthread_barrier_wait(rt->start);
-	end = mrpin_now_s() + q->ms / 1000.0;
+	start = mrpin_now_s();
 	for (;;) {
-		if (q->ms && mrpin_now_s() >= end)
+		now = mrpin_now_s();
+		if (q->ms && now >= start + q->ms / 1000.0 &&
+		    (rt->refusals || now >= start + RACE_MAX_S))
 			break;
 		if (rt->nheld == RACE_HELD) {
 			if (!q->ms) {
