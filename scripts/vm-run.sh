@@ -105,7 +105,7 @@ ENV
 {
 	echo "cd $(printf %q "$repo")"
 	# Pass the caller's make-level settings that tests look at.
-	for v in KSFT_VERBOSE MRPIN_TEST_FILTER; do
+	for v in KSFT_VERBOSE MRPIN_TEST_FILTER MRPIN_RELOAD_CHURN; do
 		[ -n "${!v:-}" ] && echo "export $v=$(printf %q "${!v}")"
 	done
 	printf '%q ' "$@"
