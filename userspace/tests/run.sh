@@ -4,13 +4,17 @@
 # Host tests of mrpinctl, without the module: the parsers and formatters
 # against recorded debugfs snapshots (snapshots/), bad command lines
 # (bad-args.txt) and bad config files (bad-configs/) that must exit 2 with a
-# message naming the problem, truncated and garbled tables, and never a
-# crash: run it on the ASan+UBSan build (make check does).  KTAP on stdout.
+# message naming the problem, truncated and garbled tables, a generated
+# corpus (mutate.py: every table cut, bit-flipped, short of a column, with
+# numbers out of range..., broken configs, bad command lines) that must
+# give output or one message naming the file and line, and never a crash:
+# run it on the ASan+UBSan build (make check does).  KTAP on stdout.
 #
 #   run.sh MRPINCTL [UNIT [TARGET]]
 #               UNIT: the unit-test binary (tests/unit.c); TARGET: the live
 #               process whose call site doctor symbolizes (callsite-target.c)
 #   UPDATE=1 run.sh ...         rewrite expected/ from the current output
+#   FUZZ_SEED=N run.sh ...      another generated corpus (default 1)
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -457,6 +461,105 @@ truncation_fuzz() {
 	done
 }
 
+# --- a generated corpus: every table broken in many ways, broken configs
+# and command lines (tests/mutate.py; $FUZZ_SEED, default 1, picks them) ---
+
+# judged CMD FILE LINE: the last run printed its output (status 0; doctor
+# also 1 with findings), or failed with status 1 and one line, on stderr
+# only, that names FILE (and LINE, when the change was on one line of a
+# table: stats and version are named as a whole); no sanitizer report, no
+# crash.
+judged() {
+	local cmd=$1 file=$2 line=$3
+	clean || return 1
+	[ "$rc" = 0 ] && return 0
+	[ "$cmd" = doctor ] && [ "$rc" = 1 ] && [ -s "$out/stdout" ] && return 0
+	[ "$rc" = 1 ] && [ ! -s "$out/stdout" ] && [ "$(wc -l <"$out/stderr")" = 1 ] &&
+		grep -q "^mrpinctl: .*/$file\(:\| \|\$\)" "$out/stderr" || return 1
+	case $file in stats | version) return 0 ;; esac
+	[ "$line" = 0 ] || grep -q "/$file:$line:" "$out/stderr"
+}
+
+generated_tables() {
+	local snap=$1 cmds n file kind line cmd bad=0 runs=0
+	shift
+	declare -A cmd_of=([procs]=proc [pins]=pin [devices]=dev [limits]=limit
+		[events]=events [stats]=status [version]=status [users]="export prometheus"
+		[cgroups]="export prometheus" [leaks]=doctor [callsites]=doctor)
+	rm -rf "$out/mut"
+	mkdir -p "$out/mut"
+	python3 "$here/mutate.py" tables "$snaps/$snap" "$out/mut" "${FUZZ_SEED:-1}" "$@" >"$out/mut.list"
+	while read -r n file kind line; do
+		cmd=${cmd_of[$file]}
+		for cmds in "$cmd" "-j $cmd"; do
+			[ "$cmds" = "-j export prometheus" ] && continue
+			# shellcheck disable=SC2086
+			run "$out/mut/$n" $cmds
+			runs=$((runs + 1))
+			if ! judged "$cmd" "$file" "$line" ||
+				{ [ "$rc" = 0 ] && [ "${cmds:0:2}" = -j ] && ! json_valid; }; then
+				bad=$((bad + 1))
+				cp -r "$out/mut/$n" "$out/failed-$n"
+				diag "$file $kind (line $line), mrpinctl $cmds: status $rc: $(head -c 200 "$out/stderr") (kept in out/failed-$n)"
+			fi
+		done
+		rm -rf "${out:?}/mut/$n"
+	done <"$out/mut.list"
+	check "generated: $(wc -l <"$out/mut.list") broken copies of $snap's $*, $runs runs: output or one line naming file and line" \
+		test "$bad" = 0
+}
+
+# config_refused FILE: status 2, nothing on stdout, the first problem as
+# "mrpinctl: FILE:LINE:COL: ...", every line of stderr mrpinctl's.
+config_refused() {
+	[ "$rc" = 2 ] && [ ! -s "$out/stdout" ] &&
+		head -n1 "$out/stderr" | grep -q "^mrpinctl: $1:[0-9]*:[0-9]*: ." &&
+		! grep -qv '^mrpinctl: ' "$out/stderr" &&
+		[ "$(wc -l <"$out/stderr")" -le 25 ]
+}
+
+generated_configs() {
+	local conf n kind bad=0 total=0
+	for conf in examples existing-rules; do
+		rm -rf "$out/conf"
+		python3 "$here/mutate.py" config "$here/good-configs/$conf.conf" "$out/conf" \
+			"${FUZZ_SEED:-1}" >"$out/conf.list"
+		while read -r n kind; do
+			scratch basic
+			run "$out/snap" apply --check "$out/conf/$n.conf"
+			total=$((total + 1))
+			if ! clean || ! cmp -s "$snaps/basic/limits" "$out/snap/limits" ||
+				{ [ "$rc" != 0 ] && ! config_refused "$out/conf/$n.conf"; }; then
+				bad=$((bad + 1))
+				cp "$out/conf/$n.conf" "$out/failed-$conf-$n.conf"
+				diag "$conf.conf $kind: status $rc: $(head -c 200 "$out/stderr") (kept in out/failed-$conf-$n.conf)"
+			fi
+		done <"$out/conf.list"
+	done
+	check "generated: $total broken configs: valid, or exit 2 naming FILE:LINE:COL; nothing written" \
+		test "$bad" = 0
+}
+
+generated_args() {
+	local cmd arg bad=0 n=0
+	local args=(--bogus -Z '%s%n%s' "$(printf 'x%.0s' {1..3000})" $'\xff\xfe' ''
+		frobnicate 99999999999999999999)
+	for cmd in status proc pin dev limit events doctor "limit set" "limit delete" \
+		"proc sort" "proc pid" "pin min-size" "pin older-than" "pin pid" "events --limit"; do
+		for arg in "${args[@]}"; do
+			# shellcheck disable=SC2086
+			run "$snaps/basic" $cmd "$arg"
+			n=$((n + 1))
+			if ! clean || [ "$rc" != 2 ] || [ -s "$out/stdout" ] ||
+				[ "$(wc -l <"$out/stderr")" != 1 ] || ! grep -q '^mrpinctl: .' "$out/stderr"; then
+				bad=$((bad + 1))
+				diag "mrpinctl $cmd $(printf %q "$arg" | head -c 40): status $rc: $(head -c 200 "$out/stderr")"
+			fi
+		done
+	done
+	check "generated: $n bad command lines: exit 2 with one 'mrpinctl: ...' line" test "$bad" = 0
+}
+
 # --- the module not there ---
 
 environment_tests() {
@@ -576,6 +679,10 @@ environment_tests
 width_tests
 misc_tests
 truncation_fuzz
+generated_tables basic procs pins devices limits events stats version users cgroups
+generated_tables mistakes leaks callsites
+generated_configs
+generated_args
 
 # KTAP: the plan, the numbered results, the totals.
 total=$(grep -c '^\(not \)\?ok ' "$results")

@@ -1,0 +1,244 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Only root reads mrpin's files and only CAP_SYS_ADMIN changes the policy.
+# An unprivileged user reads none of the files, with the modes mrpin gives
+# them and with debugfs's directories opened up.  With `limits` made 0666
+# and the directories traversable it opens `limits` for writing, yet every
+# write fails with EPERM, even a malformed one (the write checks
+# CAP_SYS_ADMIN before anything else), also through a descriptor root
+# opened; root without CAP_SYS_ADMIN fails the same way, and the policy
+# stays byte-for-byte the same.  No file, parameter or log line of mrpin's
+# shows a kernel address, with pins, a refusal, a stack warning, leaks and
+# call sites recorded: no 0xffff..., no 16-hex-digit word starting ffff,
+# no decimal in the kernel's half of the address space.  The modes and the
+# policy are put back as they were.
+. "$(dirname "$0")/lib.sh"
+
+require_root
+require_rxe
+command -v setpriv >/dev/null || ktap_skip_all "setpriv (util-linux) is missing"
+here=$(cd "$(dirname "$0")" && pwd)
+for p in mrpin_pinner mrpin_mistakes mrpin_misuse; do
+	[ -x "$here/$p" ] || ktap_skip_all "$here/$p is not built"
+done
+mrpin_load
+LIMITS=$MRPIN_DIR/limits
+NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+NO_SYS_ADMIN=(setpriv --inh-caps=-all --bounding-set=-sys_admin)
+DEBUGFS=/sys/kernel/debug
+ktap_plan $((25 + $(find "$MRPIN_DIR" -mindepth 1 | wc -l)))
+
+tmp=$(mktemp -d)
+problems=$(dmesg_problems)
+# The kernel log from here on, for mrpin's lines.
+exec {kmsg}</dev/kmsg
+dd bs=8192 iflag=nonblock status=none <&"$kmsg" >/dev/null 2>&1
+mode_debugfs=$(stat -c %a "$DEBUGFS")
+mode_dir=$(stat -c %a "$MRPIN_DIR")
+mode_limits=$(stat -c %a "$LIMITS")
+cat "$LIMITS" >"$tmp/found"
+
+# same_as FILE: limits holds exactly the bytes of FILE (through a pipe:
+# cmp takes files of different st_size as different, and debugfs files
+# have none).
+same_as() {
+	cat "$LIMITS" | cmp -s - "$1"
+}
+
+# unreadable_by_nobody: no mrpin file opens for reading as nobody; the
+# ones that do are listed in $tmp/readable.
+unreadable_by_nobody() {
+	local f
+	: >"$tmp/readable"
+	for f in "$MRPIN_DIR"/*; do
+		# Non-blocking: `events` would wait for new lines.
+		if "${NOBODY[@]}" dd if="$f" of=/dev/null iflag=nonblock count=1 \
+			status=none 2>"$tmp/err" ||
+			! grep -q 'Permission denied' "$tmp/err"; then
+			echo "$(basename "$f"): $(head -c 100 "$tmp/err")" >>"$tmp/readable"
+		fi
+	done
+	[ ! -s "$tmp/readable" ]
+}
+
+# nobody_write TEXT [AS...]: write TEXT to limits in one write() as nobody
+# (or AS...); true if it failed with EPERM and changed nothing.
+nobody_write() {
+	local text=$1
+	shift
+	[ $# -gt 0 ] || set -- "${NOBODY[@]}"
+	printf '%s' "$text" >"$tmp/text"
+	"$@" dd of="$LIMITS" bs=1M iflag=fullblock conv=notrunc status=none \
+		<"$tmp/text" 2>"$tmp/err"
+	local status=$?
+	[ "$status" != 0 ] && grep -q 'Operation not permitted' "$tmp/err" &&
+		same_as "$tmp/perm"
+}
+
+# 1. Reading, with the modes mrpin gives and with the directories open.
+put_perm() {
+	printf 'reset\nuid 77 max_pins=7\nprocess max_pinned=3G\n' >"$LIMITS"
+	cat "$LIMITS" >"$tmp/perm"
+}
+put_perm
+ktap_check "debugfs_files_are_owned_by_root" \
+	test -z "$(stat -c '%n %U' "$MRPIN_DIR"/* | awk '$2 != "root"')"
+ktap_check "unprivileged_user_reads_no_file" unreadable_by_nobody
+sed 's/^/# readable: /' "$tmp/readable"
+ktap_check "unprivileged_user_cannot_list_the_directory" \
+	bash -c "! ${NOBODY[*]} ls $MRPIN_DIR >/dev/null 2>&1"
+chmod 755 "$DEBUGFS" "$MRPIN_DIR"
+ktap_check "directories_opened_up" bash -c "${NOBODY[*]} ls $MRPIN_DIR >/dev/null"
+ktap_check "unprivileged_user_reads_no_file_with_the_directories_open" \
+	unreadable_by_nobody
+sed 's/^/# readable: /' "$tmp/readable"
+
+# 2. Writing: nobody, with limits 0666 and every directory open.
+ktap_check "unprivileged_user_cannot_open_limits_0600_for_writing" \
+	bash -c "! ${NOBODY[*]} bash -c ': >>$LIMITS' 2>/dev/null"
+chmod 666 "$LIMITS"
+ktap_check "chmod_666_is_taken" test "$(stat -c %a "$LIMITS")" = 666
+ktap_check "unprivileged_user_opens_limits_0666_for_writing" \
+	"${NOBODY[@]}" bash -c "exec 4>>$LIMITS"
+ktap_check "unprivileged_reset_fails_with_eperm" nobody_write $'reset\n'
+ktap_check "unprivileged_rule_fails_with_eperm" \
+	nobody_write $'uid 65534 max_pinned=unlimited max_pins=unlimited\n'
+ktap_check "unprivileged_malformed_write_fails_with_eperm_not_einval" \
+	nobody_write $'bogus\n'
+ktap_check "unprivileged_write_of_the_policy_itself_fails_with_eperm" \
+	nobody_write "$(cat "$tmp/perm")"
+ktap_check "unprivileged_write_over_64KiB_fails_with_eperm" \
+	nobody_write "$(head -c 70000 /dev/zero | tr '\0' '#')"
+# A descriptor root opened, handed to nobody.
+exec 3<>"$LIMITS"
+"${NOBODY[@]}" bash -c 'printf "reset\n" >&3' 2>"$tmp/err"
+status=$?
+ktap_check "unprivileged_write_through_a_descriptor_root_opened_fails_with_eperm" \
+	bash -c "[ $status != 0 ] && grep -q 'Operation not permitted' $tmp/err && cat $LIMITS | cmp -s - $tmp/perm"
+exec 3>&-
+if "${NOBODY[@]}" cat "$LIMITS" >/dev/null 2>&1; then
+	ktap_diag "with 0666 nobody reads limits: a mode root chose; writes stay guarded"
+fi
+
+# 3. Root without CAP_SYS_ADMIN (whatever the mode), and root with it.
+# CAP_SYS_ADMIN is bit 21 of CapEff: uid 0, every capability but that.
+caps=$(awk '/^CapEff:/ { print $2 }' /proc/self/status)
+capeff=$("${NO_SYS_ADMIN[@]}" awk '/^CapEff:/ { print $2 }' /proc/self/status)
+ktap_check "root_without_cap_sys_admin_lacks_only_that" \
+	test "$("${NO_SYS_ADMIN[@]}" id -u) $((0x$capeff >> 21 & 1)) $((0x$capeff | 1 << 21))" = "0 0 $((0x$caps))"
+ktap_check "root_without_cap_sys_admin_cannot_write_limits_0666" \
+	nobody_write $'reset\n' "${NO_SYS_ADMIN[@]}"
+chmod 600 "$LIMITS"
+ktap_check "root_without_cap_sys_admin_cannot_write_limits_0600" \
+	nobody_write $'reset\n' "${NO_SYS_ADMIN[@]}"
+if command -v capsh >/dev/null; then
+	ktap_check "root_after_capsh_drop_cap_sys_admin_cannot_write_limits" \
+		nobody_write $'reset\n' capsh --drop=cap_sys_admin -- -c 'exec "$@"' capsh
+else
+	ktap_ok "root_after_capsh_drop_cap_sys_admin_cannot_write_limits # SKIP capsh is missing"
+fi
+printf 'reset\n' >"$LIMITS"
+ktap_check "root_with_cap_sys_admin_writes_limits" \
+	bash -c "! grep -q '^uid 77 ' $LIMITS"
+chmod "$mode_limits" "$LIMITS"
+chmod "$mode_dir" "$MRPIN_DIR"
+chmod "$mode_debugfs" "$DEBUGFS"
+ktap_check "modes_restored" test "$(stat -c %a "$DEBUGFS" "$MRPIN_DIR" "$LIMITS" | tr '\n' ' ')" = \
+	"$mode_debugfs $mode_dir $mode_limits "
+
+# 4. No kernel address: every file with something in it first.
+declare -A pids fds
+start() { # start NAME PROGRAM ARGS...: holding its MRs until stop NAME
+	local name=$1 fd
+	shift
+	mkfifo "$tmp/$name.in"
+	(
+		for fd in "${fds[@]}"; do
+			exec {fd}>&-
+		done
+		exec "$@" <"$tmp/$name.in" >"$tmp/$name.out" 2>&1
+	) &
+	pids[$name]=$!
+	exec {fd}>"$tmp/$name.in"
+	fds[$name]=$fd
+	for _ in $(seq 300); do
+		grep -q '^ready' "$tmp/$name.out" && return 0
+		sleep 0.1
+	done
+	ktap_diag "$name did not get ready: $(head -c 300 "$tmp/$name.out")"
+	return 1
+}
+stop() {
+	local fd=${fds[$1]}
+	exec {fd}>&-
+	wait "${pids[$1]}"
+}
+
+"$here/mrpin_mistakes" leak-exit 3 </dev/null >"$tmp/leak.out" 2>&1
+printf 'global callsites=on\nprocess max_pinned=64K\n' >"$LIMITS"
+"$here/mrpin_pinner" 1M </dev/null >"$tmp/denied" 2>&1
+printf 'process max_pinned=unlimited\n' >"$LIMITS"
+start pinner "$here/mrpin_pinner" 8K@100 4K
+start sites "$here/mrpin_mistakes" callsites 2 3
+start stack "$here/mrpin_misuse" stack
+
+rows() { # rows FILE: its lines but the header
+	if [ "$1" = events ]; then
+		dd if="$MRPIN_DIR/events" iflag=nonblock status=none 2>/dev/null | grep -vc '^#'
+	else
+		grep -vc '^#' "$MRPIN_DIR/$1"
+	fi
+}
+ktap_check "pins_events_leaks_and_callsites_have_rows" \
+	bash -c "[ $(rows pins) -ge 8 ] && [ $(rows events) -ge 2 ] &&
+		[ $(rows leaks) -ge 1 ] && [ $(rows callsites) -ge 2 ]"
+ktap_diag "rows: pins $(rows pins), events $(rows events), leaks $(rows leaks), callsites $(rows callsites)"
+
+# kernel_addresses: the words of stdin that look like a kernel address:
+# hex with ffff and 12 more digits (0xffff..., ffff8880...), or a decimal
+# from 0xffff800000000000 up, but U64_MAX.
+kernel_addresses() {
+	local n
+	tr -c '0-9A-Za-z' '\n' | sed -n -E '/^(0[xX])?[fF]{4}[0-9a-fA-F]{12}/p; /^[0-9]{20}$/p' |
+		while read -r n; do
+			case $n in
+			[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9])
+				# 20 digits each: the strings' order is the numbers'.
+				[[ "$n" > "18446603336221196287" && "$n" != "18446744073709551615" ]] &&
+					echo "$n"
+				;;
+			*) echo "$n" ;;
+			esac
+		done
+}
+
+for f in "$MRPIN_DIR"/*; do
+	name=$(basename "$f")
+	if [ "$name" = events ]; then
+		dd if="$f" iflag=nonblock status=none 2>/dev/null >"$tmp/content"
+	else
+		cat "$f" >"$tmp/content"
+	fi
+	found=$(kernel_addresses <"$tmp/content" | head -n 3 | tr '\n' ' ')
+	ktap_check "no_kernel_address_in_$name" test -z "$found"
+	[ -z "$found" ] || ktap_diag "$name: $found"
+done
+found=$(cat /sys/module/mrpin/parameters/* | kernel_addresses | head -n 3 | tr '\n' ' ')
+ktap_check "no_kernel_address_in_the_parameters" test -z "$found"
+dd bs=8192 iflag=nonblock status=none <&"$kmsg" 2>/dev/null |
+	sed -n 's/^[^;]*;//p' | grep mrpin >"$tmp/log"
+ktap_diag "$(wc -l <"$tmp/log") lines of mrpin's in the kernel log, e.g.: $(tail -n1 "$tmp/log")"
+found=$(kernel_addresses <"$tmp/log" | head -n 3 | tr '\n' ' ')
+ktap_check "no_kernel_address_in_mrpin_log_lines" test -z "$found"
+[ -z "$found" ] || ktap_diag "log: $found"
+
+for h in pinner sites stack; do
+	stop "$h"
+done
+cat "$tmp/found" >"$LIMITS"
+ktap_check "policy_found_is_restored" same_as "$tmp/found"
+ktap_check "kernel_log_has_no_new_problems" test "$(dmesg_problems)" = "$problems"
+exec {kmsg}<&-
+rm -rf "$tmp"
+ktap_finish
