@@ -98,6 +98,13 @@ mrpin_stat() {
 	awk -v k="$1" '$1 == k { print $2 }' "$MRPIN_DIR/stats"
 }
 
+# The debug kernel (KASAN, lockdep, kmemleak), where every registration
+# costs tens of times more: loops that only repeat what they already
+# checked run fewer times there.
+mrpin_debug_kernel() {
+	[ -e /sys/kernel/debug/kmemleak ]
+}
+
 # The number of kernel log lines that report a problem.
 dmesg_problems() {
 	dmesg | grep -Ec 'WARNING:|BUG:|Oops|general protection|KASAN|UBSAN|leak'

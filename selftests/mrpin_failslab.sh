@@ -177,6 +177,8 @@ for c in $CACHES; do
 done
 set_action enforce
 
+runs=20
+mrpin_debug_kernel && runs=10
 # Random failures in every cache at once, $MRPIN_FAILSLAB_RUNS (default 20)
 # registrations, each in a process of its own, in each mode: every registration either was refused
 # and counted, or was made and counted, tracked or not; all that was
@@ -189,7 +191,7 @@ for action in enforce warn; do
 	released=$(mrpin_stat releases_total)
 	ok=0 refused=0 other=0
 	failslab_on 25
-	for i in $(seq "${MRPIN_FAILSLAB_RUNS:-20}"); do
+	for i in $(seq "${MRPIN_FAILSLAB_RUNS:-$runs}"); do
 		c=mrpin_pin
 		case $((i % 4)) in
 		1) c=mrpin_user ;;

@@ -570,7 +570,8 @@ static unsigned int env_count(const char *name, unsigned int def)
  */
 TEST_F_TIMEOUT(lifecycle, sigkill_at_random_moments_leaves_nothing, 580)
 {
-	unsigned int kills = env_count("MRPIN_KILLS", KILLS_DEFAULT);
+	unsigned int kills = env_count("MRPIN_KILLS", mrpin_debug_kernel() ?
+					KILLS_DEFAULT / 4 : KILLS_DEFAULT);
 	unsigned int seed = env_count("MRPIN_SEED", time(NULL) ^ getpid());
 	uint64_t regs = 0, deregs = 0, ready_kills = 0, rand = seed | 1;
 	struct leak_row leak_before, leak_after;

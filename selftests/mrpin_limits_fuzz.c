@@ -1251,6 +1251,8 @@ TEST_F_TIMEOUT(bad_input, over_10000_generated_writes_fail_with_EINVAL_and_chang
 	uint64_t seed;
 	int ret;
 
+	if (mrpin_debug_kernel())
+		scale = 20;
 	env = getenv("MRPIN_FUZZ_SCALE");
 	if (env && *env)
 		scale = strtoul(env, NULL, 0);

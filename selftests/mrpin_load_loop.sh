@@ -12,6 +12,7 @@ require_rxe
 ktap_plan 5
 
 cycles=${MRPIN_LOAD_CYCLES:-100}
+mrpin_debug_kernel && cycles=${MRPIN_LOAD_CYCLES:-25}
 problems=$(dmesg_problems)
 mrpin_unload
 ip link add mrpin_d2 type dummy && ip link set mrpin_d2 up

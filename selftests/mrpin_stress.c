@@ -747,16 +747,6 @@ static uint64_t env_u64(const char *name, uint64_t def)
 	return s && *s && !mrpin_parse_u64(s, &v) ? v : def;
 }
 
-/* The debug kernel: KASAN and friends make everything ten times slower. */
-static bool debug_kernel(void)
-{
-	struct utsname u;
-
-	if (!access("/sys/kernel/debug/kmemleak", F_OK))
-		return true;
-	return !uname(&u) && strstr(u.release, "mrpin-debug");
-}
-
 /* The smallest N% of @total that is still twice @bytes (101: none). */
 static unsigned int pct_min(uint64_t bytes, uint64_t total)
 {
@@ -937,13 +927,13 @@ TEST_F_TIMEOUT(stress, workers_readers_and_a_limits_writer_leave_nothing, 590)
 	seed = env_u64("MRPIN_STRESS_SEED", (uint64_t)time(NULL) ^
 					     ((uint64_t)getpid() << 32));
 	cycles = env_u64("MRPIN_STRESS_CYCLES",
-			 debug_kernel() ? DEBUG_CYCLES : CYCLES);
+			 mrpin_debug_kernel() ? DEBUG_CYCLES : CYCLES);
 	ksft_print_msg("seed %" PRIu64 " (MRPIN_STRESS_SEED=%" PRIu64 " replays it)\n",
 		       seed, seed);
 	ksft_print_msg("%d processes x %d threads x %" PRIu64 " cycles%s\n",
 		       WORKERS, THREADS, cycles,
 		       getenv("MRPIN_STRESS_CYCLES") ? " (MRPIN_STRESS_CYCLES)" :
-		       debug_kernel() ? " (the debug kernel's count)" : "");
+		       mrpin_debug_kernel() ? " (the debug kernel's count)" : "");
 	ASSERT_LE(2UL, cycles);
 
 	/* What the writer may set: limits far above what the workers pin. */

@@ -66,6 +66,16 @@ static inline struct ibv_context *mrpin_open_dev(const char *name)
 	return ctx;
 }
 
+/*
+ * The debug kernel (KASAN, lockdep, kmemleak), where every registration
+ * costs tens of times more: the loops that only repeat what they already
+ * checked run fewer times there.
+ */
+static inline bool mrpin_debug_kernel(void)
+{
+	return !access("/sys/kernel/debug/kmemleak", F_OK);
+}
+
 /* Lift RLIMIT_MEMLOCK (root only; the guest's default is 8 MiB). */
 static inline int mrpin_unlimit_memlock(void)
 {
