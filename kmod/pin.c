@@ -76,8 +76,9 @@ static void mrpin_cache_ctor(void *object)
  * @size: the size of its objects
  *
  * An own cache shows mrpin's records in /proc/slabinfo, and lets failslab
- * aim at mrpin alone (/sys/kernel/slab/NAME/failslab with cache-filter, on
- * a kernel with CONFIG_FAILSLAB).  Both need the cache not to be merged
+ * aim at mrpin alone (cache-filter, with the caches marked by booting with
+ * slub_debug=A,mrpin_*, on a kernel with CONFIG_FAILSLAB: the sysfs flag is
+ * read-only since 5.9).  Both need the cache not to be merged
  * into another of the same size: a constructor prevents that, 6.1 having
  * no SLAB_NO_MERGE.  The constructor does nothing, so objects are not
  * zeroed: the callers clear them.
