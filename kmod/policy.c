@@ -322,17 +322,20 @@ static int mrpin_param_set(const char *val, const struct kernel_param *kp)
 {
 	struct mrpin_param *param = kp->arg;
 	struct mrpin_limits lim;
+	char buf[sizeof(param->value)], *value;
 	const char *why;
-	char buf[32];
 
-	if (strscpy(buf, val, sizeof(buf)) < 0)
-		return -EINVAL;
-	strim(buf);
-	if (mrpin_set_key(&lim, param->key, buf, &why)) {
-		pr_err("mrpin: %s=%s: %s\n", kp->name, buf, why);
+	if (strscpy(buf, val, sizeof(buf)) < 0) {
+		pr_err("mrpin: %s=%.*s...: longer than %zu bytes\n", kp->name,
+		       (int)sizeof(buf) - 1, val, sizeof(buf) - 1);
 		return -EINVAL;
 	}
-	strscpy(param->value, buf, sizeof(param->value));
+	value = strim(buf);
+	if (mrpin_set_key(&lim, param->key, value, &why)) {
+		pr_err("mrpin: %s=%s: %s\n", kp->name, value, why);
+		return -EINVAL;
+	}
+	strscpy(param->value, value, sizeof(param->value));
 	return 0;
 }
 

@@ -9,10 +9,10 @@
 # pairs: each insmod fails with EINVAL, leaves no module and no debugfs
 # directory behind, and logs the loader's one line naming the parameter
 # plus mrpin's one reason (when the value reached mrpin) and nothing else.
-# Good values of every parameter load and show in `limits` and under
-# /sys/module/mrpin/parameters, whose files are 0444 and refuse a write
-# even from root.  mrpin is left loaded if it was.  The random values are
-# seeded by $MRPIN_PARAMS_SEED (printed).
+# Good values of every parameter, some with blanks around them, load and
+# show in `limits` and under /sys/module/mrpin/parameters, whose files are
+# 0444 and refuse a write even from root.  mrpin is left loaded if it
+# was.  The random values are seeded by $MRPIN_PARAMS_SEED (printed).
 . "$(dirname "$0")/lib.sh"
 
 require_root
@@ -239,12 +239,6 @@ check_log() {
 	finish_attempt
 }
 
-# The reason mrpin logs for value $1: only a value that fits its buffer.
-reason_for() {
-	reason=1
-	[ "${#1}" -le 31 ] || reason=0
-}
-
 mrpin_unload
 ktap_check "mrpin_unloads" test ! -e "$MRPIN_DIR"
 kmsg_new >/dev/null
@@ -258,9 +252,8 @@ for name in $names; do
 	for i in "${!values[@]}"; do
 		# The debug kernel: every third value (each load costs seconds).
 		mrpin_debug_kernel && [ $((i % 3)) != 0 ] && continue
-		v=${values[$i]}
-		reason_for "$v"
-		refused "$name=$v"
+		reason=1
+		refused "$name=${values[$i]}"
 	done
 	# No value at all: the loader refuses it before mrpin sees it.
 	reason=0
@@ -280,8 +273,7 @@ first=$attempt
 prev=process_action
 for name in $names; do
 	v=${junk[RANDOM % ${#junk[@]}]}
-	bad=$name
-	reason_for "$v"
+	bad=$name reason=1
 	if ((RANDOM % 2)); then
 		refused "$prev=${good[$prev]}" "$name=$v"
 	else
@@ -368,8 +360,8 @@ good_set c \
 	'process max_pinned=2G max_pins=1 max_pin_size=0 action=enforce' \
 	global_max_pinned=0 global_max_pins=18446744073709551614 \
 	global_max_pin_size=16777215T 'global_action="warn  "' \
-	global_stack=warn global_oversize=0 global_mr_table_warn=007% \
-	process_max_pinned=2048M process_max_pins=1 process_max_pin_size=0
+	'global_stack=" warn"' global_oversize=0 global_mr_table_warn=007% \
+	process_max_pinned=2048M 'process_max_pins=" 1 "' process_max_pin_size=0
 rmmod mrpin
 
 ktap_check "kernel_log_has_no_new_problems" test "$(dmesg_problems)" = "$problems"
