@@ -7,7 +7,10 @@
 # a misaligned start, oversized pins, a refusal), and doctor must name each
 # one, worst first, exit 1, with the right process and numbers in JSON and
 # the function that registered (libdwfl, from the -g build) with
-# callsites=on.  A fresh module with nothing pinned: exit 0.
+# callsites=on.  The churn counts only when the kernel's lifetime
+# histogram says its pins lived under 1 ms (the debug kernel under
+# emulation is too slow): the doctor must agree with the histogram either
+# way.  A fresh module with nothing pinned: exit 0.
 . "$(dirname "$0")/lib.sh"
 
 require_root
@@ -23,7 +26,7 @@ for p in "$MISUSE" "$MISTAKES" "$PINNER"; do
 	[ -x "$p" ] || ktap_skip_all "$p is not built"
 done
 command -v python3 >/dev/null || ktap_skip_all "python3 is missing"
-ktap_plan 30
+ktap_plan 31
 
 tmp=$(mktemp -d)
 export COLUMNS=200 TZ=UTC
@@ -122,8 +125,29 @@ ktap_check "stack_buffer_named_with_its_process_and_caller" has \
 	"[(f['evidence']['stack_pins'], f['evidence']['live_stack_pins'], f['evidence']['callers']) for f in d if f['kind'] == 'stack' and f['subject'].get('pid') == $stack] == [(1, 1, 'rxe_mr_init_user')] and [f['severity'] for f in d if f['kind'] == 'stack'] == ['high']"
 ktap_check "leak_at_exit_named_with_count_and_bytes" has \
 	"[(f['evidence']['count'], f['evidence']['bytes'], f['subject']['uid']) for f in d if f['kind'] == 'leak-exit' and f['subject']['comm'] == 'mrpin_mistakes'] == [(100, 409600, 0)]"
-ktap_check "churn_named" has \
-	"[f['evidence']['released'] >= 2000 and f['evidence']['under_1ms'] * 2 >= f['evidence']['released'] for f in d if f['kind'] == 'churn' and f['subject']['pid'] == $churn] == [True]"
+# The churn: the doctor names a process when half of its released pins
+# lived under 1 ms.  Whether the churn got there is the kernel's to say
+# (its lifetime histogram, buckets 0-9 below 1024 us): the debug kernel
+# under emulation is too slow for it.  The doctor must agree with the
+# histogram either way.
+read -r churn_released churn_fast < <(awk -v p="$churn" '$1 == p { print $NF }' "$MRPIN_DIR/procs" |
+	tr , '\n' | awk 'NR <= 10 { f += $1 } { r += $1 } END { print r + 0, f + 0 }')
+ktap_diag "churn: $churn_fast of its $churn_released released pins lived under 1 ms"
+if [ $((churn_fast * 2)) -ge "$churn_released" ]; then
+	churn_want="[($churn_released, $churn_fast)]"
+else
+	churn_want="[]"
+fi
+ktap_check "churn_finding_agrees_with_the_lifetime_histogram" has \
+	"[(f['evidence']['released'], f['evidence']['under_1ms']) for f in d if f['kind'] == 'churn' and f['subject']['pid'] == $churn] == $churn_want"
+if [ "$churn_want" = "[]" ]; then
+	churn_skip=" # SKIP the churn's pins lived over 1 ms on this kernel"
+	ktap_ok "churn_named$churn_skip"
+else
+	churn_skip=""
+	ktap_check "churn_named" has \
+		"[f['evidence']['released'] >= 2000 for f in d if f['kind'] == 'churn' and f['subject']['pid'] == $churn] == [True]"
+fi
 ktap_check "4k_pages_named_for_the_nohugepage_buffer" has \
 	"[f['evidence']['pinned_bytes'] == 64 << 20 and f['evidence']['bytes_4k'] == 64 << 20 for f in d if f['kind'] == '4k-pages' and f['subject']['pid'] == $nohuge] == [True]"
 huge_2m=$(awk -v p="$huge" '$1 == p { print $12 }' "$MRPIN_DIR/procs")
@@ -168,8 +192,12 @@ ktap_check "text_names_the_leak" \
 	grep -q "^medium  *'mrpin_mistakes' left 100 MRs (400 KiB) to be cleaned up at exit or close since mrpin was loaded, the last at .*; deregister on every path$" "$tmp/text"
 ktap_check "text_names_the_4k_pages" \
 	grep -q "^medium  *pid $nohuge (mrpin_misuse) pins 100% of its 64.0 MiB on 4 KiB pages; back it with 2 MiB huge pages" "$tmp/text"
-ktap_check "text_names_the_churn" \
-	grep -Eq "^medium  *pid $churn \(mrpin_misuse\): [0-9]+% of pins live under 1 ms .*; use a registration cache$" "$tmp/text"
+if [ -n "$churn_skip" ]; then
+	ktap_ok "text_names_the_churn$churn_skip"
+else
+	ktap_check "text_names_the_churn" \
+		grep -Eq "^medium  *pid $churn \(mrpin_misuse\): [0-9]+% of pins live under 1 ms .*; use a registration cache$" "$tmp/text"
+fi
 ktap_check "text_names_the_function_and_line" \
 	grep -Eq "^low  *pid $sites \(mrpin_mistakes\): its oldest live pins \(50 pins, 200 KiB, .*\) were registered from reg_site_a at mrpin_mistakes\.c:[0-9]+ \(mrpin_mistakes\+0x[0-9a-f]+\); " "$tmp/text"
 ktap_diag "doctor said:"
