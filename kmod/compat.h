@@ -12,6 +12,7 @@
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
 #include <linux/uaccess.h>
+#include <asm/ibt.h>
 #include <asm/msr.h>
 #include <asm/syscall.h>
 #include <asm/unistd.h>
@@ -29,6 +30,21 @@ static __always_inline void mrpin_ftrace_set_ip(struct ftrace_regs *fregs,
 	ftrace_instruction_pointer_set(fregs, ip);
 #else
 	ftrace_regs_set_instruction_pointer(fregs, ip);
+#endif
+}
+
+/*
+ * Whether @ip, as ftrace passes it to a callback, is the entry of @func:
+ * its fentry call, which an ENDBR precedes when the kernel is built with
+ * IBT (x86-64, v5.18).
+ */
+static __always_inline bool mrpin_ftrace_ip_is(unsigned long ip,
+					       unsigned long func)
+{
+#ifdef ENDBR_INSN_SIZE
+	return ip == func || ip == func + ENDBR_INSN_SIZE;
+#else
+	return ip == func;
 #endif
 }
 

@@ -2,27 +2,44 @@
 /*
  * Redirection of ib_core's umem functions to mrpin's wrappers, with ftrace.
  *
- * Each hooked function gets an ftrace_ops with FTRACE_OPS_FL_IPMODIFY (the
- * livepatch technique): at the function's entry, the thunk below changes
+ * One ftrace_ops with FTRACE_OPS_FL_IPMODIFY (the livepatch technique)
+ * covers both functions: at a function's entry, the thunk below changes
  * the instruction pointer the ftrace trampoline returns to, so the call
  * lands in mrpin's wrapper with the caller's arguments and return address
  * intact.  The wrapper calls the real function; that call comes from inside
  * this module, which the thunk recognises and lets through.
  *
- * Unload safety.  A task may be anywhere in a wrapper when rmmod runs,
- * possibly asleep inside the real ib_umem_get() for a long time.  Every
- * redirected call holds a reference on mrpin_hook_users, taken in the thunk
- * (with preemption off, so before the trampoline returns) and dropped by
- * the wrapper's last call, mrpin_hook_leave().  mrpin_hook_exit():
- *   1. unregisters the ftrace_ops: no new redirections; ftrace waits for
- *      tasks still in the trampoline or thunk (RCU tasks);
- *   2. kills the reference and waits for it to drain: every wrapper has
- *      reached mrpin_hook_leave();
- *   3. waits for one more RCU tasks grace period: every task that dropped
- *      the last reference has since left the wrapper's final instructions
+ * The rule of load and unload: every pin mrpin records has its release
+ * seen, or the record would outlive the umem, whose address then comes
+ * back.  ftrace patches the two entry points one after the other, in
+ * address order, ib_umem_get() first, and a wrapper may still be inside
+ * the real ib_umem_get() long after its entry was patched back.  So each
+ * wrapper has its own count of the calls in it, a percpu_ref the thunk
+ * takes (with preemption off, before the trampoline returns) and the
+ * wrapper drops last (mrpin_hook_leave_get(), mrpin_hook_leave_release()):
+ *
+ * - mrpin_hook_pinners, for mrpin_umem_get(), starts dead: the thunk lets
+ *   ib_umem_get() through until register_ftrace_function() has returned
+ *   and both entry points are redirected on every CPU.  A pin made before
+ *   then is not recorded, and its release counts as untracked, like the
+ *   release of a pin made before mrpin was loaded.
+ * - mrpin_hook_releasers, for mrpin_umem_release(), is live from the start.
+ *
+ * mrpin_hook_exit():
+ *   1. kills mrpin_hook_pinners and waits for it to drain: no call of
+ *      ib_umem_get() is redirected any more, and every pin recorded is
+ *      published while releases are still seen;
+ *   2. unregisters the ftrace_ops; ftrace waits for tasks still in the
+ *      trampoline or the thunk (RCU tasks);
+ *   3. kills mrpin_hook_releasers and waits for it to drain;
+ *   4. waits for one more RCU tasks grace period: every task that dropped
+ *      a last reference has since left the wrapper's final instructions
  *      (an RCU tasks grace period ends only after each task has scheduled
  *      voluntarily or run in user space).
  * Only then may the module's text be freed.
+ *
+ * One ftrace_ops rather than one per function keeps the load to one text
+ * update, and the window of unrecorded pins to that update.
  *
  * Everything architecture- or version-specific about the redirection is
  * here or in compat.h.
@@ -36,97 +53,103 @@
 #include "compat.h"
 #include "mrpin.h"
 
+/*
+ * Lock map: each percpu_ref counts the calls in one wrapper (lock-free);
+ * its completion fires when the ref, killed, reaches zero.  The ftrace_ops
+ * and its filter belong to ftrace, which serialises their updates.
+ */
+static struct percpu_ref mrpin_hook_pinners;
+static struct percpu_ref mrpin_hook_releasers;
+static DECLARE_COMPLETION(mrpin_hook_pinners_drained);
+static DECLARE_COMPLETION(mrpin_hook_releasers_drained);
+
 /**
  * struct mrpin_hook - one redirected function
  * @name:	the function's name, for messages
  * @target:	the function
  * @wrapper:	where its callers are sent; same prototype as @target
- * @ops:	the ftrace_ops doing it
+ * @users:	the calls in @wrapper
  */
 struct mrpin_hook {
 	const char *name;
 	unsigned long target;
 	unsigned long wrapper;
-	struct ftrace_ops ops;
+	struct percpu_ref *users;
 };
 
-static struct percpu_ref mrpin_hook_users;
-static DECLARE_COMPLETION(mrpin_hook_drained);
+#define MRPIN_HOOK(_target, _wrapper, _users) {				\
+	.name = #_target,						\
+	.target = (unsigned long)(_target),				\
+	.wrapper = (unsigned long)(_wrapper),				\
+	.users = (_users),						\
+}
+
+static const struct mrpin_hook mrpin_hooks[] = {
+	MRPIN_HOOK(ib_umem_get, mrpin_umem_get, &mrpin_hook_pinners),
+	MRPIN_HOOK(ib_umem_release, mrpin_umem_release, &mrpin_hook_releasers),
+};
 
 static void notrace mrpin_hook_thunk(unsigned long ip, unsigned long parent_ip,
 				     struct ftrace_ops *ops,
 				     struct ftrace_regs *fregs)
 {
-	struct mrpin_hook *hook = container_of(ops, struct mrpin_hook, ops);
+	const struct mrpin_hook *hook;
 
 	/* The wrapper's own call of the real function. */
 	if (within_module(parent_ip, THIS_MODULE))
 		return;
-	/* Unloading: let the call through untouched. */
-	if (!percpu_ref_tryget_live(&mrpin_hook_users))
+	for (hook = mrpin_hooks; hook < mrpin_hooks + ARRAY_SIZE(mrpin_hooks);
+	     hook++) {
+		if (!mrpin_ftrace_ip_is(ip, hook->target))
+			continue;
+		/* Loading or unloading: let the call through untouched. */
+		if (percpu_ref_tryget_live(hook->users))
+			mrpin_ftrace_set_ip(fregs, hook->wrapper);
 		return;
-	mrpin_ftrace_set_ip(fregs, hook->wrapper);
+	}
 }
 
-#define MRPIN_HOOK(_target, _wrapper) {					\
-	.name = #_target,						\
-	.target = (unsigned long)(_target),				\
-	.wrapper = (unsigned long)(_wrapper),				\
-	.ops = {							\
-		.func = mrpin_hook_thunk,				\
-		.flags = FTRACE_OPS_FL_SAVE_REGS |			\
-			 FTRACE_OPS_FL_IPMODIFY |			\
-			 FTRACE_OPS_FL_RECURSION,			\
-	},								\
-}
-
-/*
- * Redirected in this order, and back in the reverse one: ib_umem_release()
- * first, so that every pin mrpin records has its release seen.  The other
- * way round, a pin made and released between the two would keep its
- * record after the umem was freed.
- */
-static struct mrpin_hook mrpin_hooks[] = {
-	MRPIN_HOOK(ib_umem_release, mrpin_umem_release),
-	MRPIN_HOOK(ib_umem_get, mrpin_umem_get),
+static struct ftrace_ops mrpin_hook_ops = {
+	.func = mrpin_hook_thunk,
+	.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY |
+		 FTRACE_OPS_FL_RECURSION,
 };
 
 /**
- * mrpin_hook_leave() - the last call of every wrapper
+ * mrpin_hook_leave_get() - the last call of mrpin_umem_get()
  *
  * Context: any context.
  */
-void mrpin_hook_leave(void)
+void mrpin_hook_leave_get(void)
 {
-	percpu_ref_put(&mrpin_hook_users);
+	percpu_ref_put(&mrpin_hook_pinners);
 }
 
-static void mrpin_hook_users_drained(struct percpu_ref *ref)
+/**
+ * mrpin_hook_leave_release() - the last call of mrpin_umem_release()
+ *
+ * Context: any context.
+ */
+void mrpin_hook_leave_release(void)
 {
-	complete(&mrpin_hook_drained);
+	percpu_ref_put(&mrpin_hook_releasers);
 }
 
-static int mrpin_hook_add(struct mrpin_hook *hook)
+static void mrpin_hook_pinners_gone(struct percpu_ref *ref)
 {
-	int ret;
-
-	ret = ftrace_set_filter_ip(&hook->ops, hook->target, 0, 0);
-	if (ret) {
-		pr_err("mrpin: cannot trace %s: %d\n", hook->name, ret);
-		return ret;
-	}
-	ret = register_ftrace_function(&hook->ops);
-	if (ret) {
-		pr_err("mrpin: cannot redirect %s: %d\n", hook->name, ret);
-		ftrace_set_filter_ip(&hook->ops, hook->target, 1, 0);
-	}
-	return ret;
+	complete(&mrpin_hook_pinners_drained);
 }
 
-static void mrpin_hook_del(struct mrpin_hook *hook)
+static void mrpin_hook_releasers_gone(struct percpu_ref *ref)
 {
-	unregister_ftrace_function(&hook->ops);
-	ftrace_set_filter_ip(&hook->ops, hook->target, 1, 0);
+	complete(&mrpin_hook_releasers_drained);
+}
+
+/* Kill @ref and wait until the last call holding it has left. */
+static void mrpin_hook_drain(struct percpu_ref *ref, struct completion *done)
+{
+	percpu_ref_kill(ref);
+	wait_for_completion(done);
 }
 
 /**
@@ -137,23 +160,40 @@ static void mrpin_hook_del(struct mrpin_hook *hook)
  */
 int mrpin_hook_init(void)
 {
-	int i, ret;
+	const struct mrpin_hook *hook;
+	int ret;
 
-	ret = percpu_ref_init(&mrpin_hook_users, mrpin_hook_users_drained, 0,
-			      GFP_KERNEL);
+	ret = percpu_ref_init(&mrpin_hook_pinners, mrpin_hook_pinners_gone,
+			      PERCPU_REF_INIT_DEAD, GFP_KERNEL);
 	if (ret)
 		return ret;
-	for (i = 0; i < ARRAY_SIZE(mrpin_hooks); i++) {
-		ret = mrpin_hook_add(&mrpin_hooks[i]);
-		if (ret)
-			goto err_del;
+	ret = percpu_ref_init(&mrpin_hook_releasers, mrpin_hook_releasers_gone,
+			      0, GFP_KERNEL);
+	if (ret)
+		goto err_pinners;
+	for (hook = mrpin_hooks; hook < mrpin_hooks + ARRAY_SIZE(mrpin_hooks);
+	     hook++) {
+		ret = ftrace_set_filter_ip(&mrpin_hook_ops, hook->target, 0, 0);
+		if (ret) {
+			pr_err("mrpin: cannot trace %s: %d\n", hook->name, ret);
+			goto err_filter;
+		}
 	}
+	ret = register_ftrace_function(&mrpin_hook_ops);
+	if (ret) {
+		pr_err("mrpin: cannot redirect ib_umem_get and ib_umem_release: %d\n",
+		       ret);
+		goto err_filter;
+	}
+	/* Both entry points now reach the thunk on every CPU. */
+	percpu_ref_reinit(&mrpin_hook_pinners);
 	return 0;
 
-err_del:
-	while (--i >= 0)
-		mrpin_hook_del(&mrpin_hooks[i]);
-	percpu_ref_exit(&mrpin_hook_users);
+err_filter:
+	ftrace_free_filter(&mrpin_hook_ops);
+	percpu_ref_exit(&mrpin_hook_releasers);
+err_pinners:
+	percpu_ref_exit(&mrpin_hook_pinners);
 	return ret;
 }
 
@@ -165,12 +205,11 @@ err_del:
  */
 void mrpin_hook_exit(void)
 {
-	int i;
-
-	for (i = ARRAY_SIZE(mrpin_hooks) - 1; i >= 0; i--)
-		mrpin_hook_del(&mrpin_hooks[i]);
-	percpu_ref_kill(&mrpin_hook_users);
-	wait_for_completion(&mrpin_hook_drained);
+	mrpin_hook_drain(&mrpin_hook_pinners, &mrpin_hook_pinners_drained);
+	unregister_ftrace_function(&mrpin_hook_ops);
+	ftrace_free_filter(&mrpin_hook_ops);
+	mrpin_hook_drain(&mrpin_hook_releasers, &mrpin_hook_releasers_drained);
 	synchronize_rcu_tasks();
-	percpu_ref_exit(&mrpin_hook_users);
+	percpu_ref_exit(&mrpin_hook_releasers);
+	percpu_ref_exit(&mrpin_hook_pinners);
 }

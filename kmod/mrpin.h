@@ -464,7 +464,8 @@ void mrpin_leaks_show(struct seq_file *m);
 /* hook.c */
 int mrpin_hook_init(void);
 void mrpin_hook_exit(void);
-void mrpin_hook_leave(void);
+void mrpin_hook_leave_get(void);
+void mrpin_hook_leave_release(void);
 
 /* debugfs.c */
 void mrpin_debugfs_init(void);

@@ -236,10 +236,11 @@ static void mrpin_pin_forget(struct mrpin_pin *pin, bool released)
 
 /*
  * Put a record in the table by umem.  A record already there for the same
- * umem is stale: that umem was freed without mrpin seeing its release (the
- * release path was not redirected at the time), and the address came back.
- * It is dropped, as released.  -EBUSY (a rehash already running while the
- * table is over full) passes once the rehash worker has run.
+ * umem is stale: that umem was freed without mrpin seeing its release, and
+ * the address came back.  hook.c's load and unload order rules that out;
+ * should it happen anyway, the stale record is dropped, as released, with
+ * a warning.  -EBUSY (a rehash already running while the table is over
+ * full) passes once the rehash worker has run.
  */
 static int mrpin_pin_publish(struct mrpin_pin *pin)
 {
@@ -351,7 +352,7 @@ struct ib_umem *mrpin_umem_get(struct ib_device *ibdev, unsigned long addr,
 			mrpin_pin_commit(pin, umem);
 	}
 out:
-	mrpin_hook_leave();
+	mrpin_hook_leave_get();
 	return umem;
 }
 
@@ -386,7 +387,7 @@ void mrpin_umem_release(struct ib_umem *umem)
 					  local_clock() - pin->created_ns);
 		mrpin_pin_forget(pin, true);
 	}
-	mrpin_hook_leave();
+	mrpin_hook_leave_release();
 }
 
 /**
