@@ -27,4 +27,14 @@ for t in "$@"; do
 done
 # shellcheck source=/dev/null
 . "$BASE_DIR/kselftest/runner.sh"
-run_many "${tests[@]}"
+# run_many's loop, with the time each program took as a diagnostic line.
+echo "TAP version 13"
+echo "1..${#tests[@]}"
+DIR=${PWD#"$BASE_DIR"/}
+test_num=0
+for TEST in "${tests[@]}"; do
+	test_num=$((test_num + 1))
+	started=$SECONDS
+	run_one "$DIR" "$TEST" "$test_num"
+	echo "# $(basename "$TEST"): $((SECONDS - started))s"
+done
