@@ -17,8 +17,13 @@ problems=$(dmesg_problems)
 mrpin_unload
 ip link add mrpin_d2 type dummy && ip link set mrpin_d2 up
 
-# Slab memory is allocated lazily: one warm-up cycle first.
-insmod "$MRPIN_KO" && rmmod mrpin
+# Slab memory is allocated lazily: one warm-up cycle first, with the
+# device added and removed.
+insmod "$MRPIN_KO"
+rdma link add mrpin_rxe2 type rxe netdev mrpin_d2
+mrpin_read_all >/dev/null
+rdma link delete mrpin_rxe2
+rmmod mrpin
 sync
 echo 3 >/proc/sys/vm/drop_caches
 slab_before=$(awk '/^Slab:/ { print $2 }' /proc/meminfo)
