@@ -40,7 +40,7 @@ export KDIR
 
 VM := $(CURDIR)/scripts/vm-run.sh
 
-.PHONY: all setup module userspace selftests check check-debug check-reload demo bench \
+.PHONY: all setup module userspace selftests check check-debug demo bench \
 	shell clean checkpatch
 
 all: module userspace selftests
@@ -66,10 +66,6 @@ check: all
 check-debug:
 	@env -u KVER -u KDIR MRPIN_VM_TIMEOUT=$${MRPIN_VM_TIMEOUT:-3600} \
 		$(MAKE) --no-print-directory check KFLAVOUR=debug
-
-# 50 reloads of mrpin under RDMA traffic, not in `check`: see the README.
-check-reload: all
-	@MRPIN_RELOAD_CHURN=1 $(CURDIR)/scripts/check.sh mrpin_reload.sh
 
 demo: all
 	@$(VM) -- scripts/demo.sh

@@ -9,7 +9,11 @@
 #   vm-run.sh --shell                        interactive root shell
 #
 # Options: --shell, --no-mrpin (do not insmod mrpin.ko), --timeout SECONDS
-# (default $MRPIN_VM_TIMEOUT or 1200), --mem SIZE (default $MRPIN_VM_MEM or 4G).
+# (default $MRPIN_VM_TIMEOUT or 1200), --mem SIZE (default $MRPIN_VM_MEM or 4G),
+# --tcg single|multi: one host thread for both vCPUs, or one each (the
+# default).  QEMU 7.2's multi-threaded TCG can keep running a stale
+# translation of kernel text another vCPU has just patched (see the README,
+# "Reloading under traffic"); tests that patch text under load use single.
 #
 # The run fails (non-zero) when the guest's kernel log shows an Oops, BUG,
 # WARNING, lockup, KASAN/lockdep/kmemleak/UBSAN report or panic, when the
@@ -25,6 +29,7 @@ mode=run
 load=1
 timeout=${MRPIN_VM_TIMEOUT:-1200}
 mem=${MRPIN_VM_MEM:-4G}
+tcg=multi
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -32,6 +37,13 @@ while [ $# -gt 0 ]; do
 	--no-mrpin) load=0 ;;
 	--timeout) timeout=$2; shift ;;
 	--mem) mem=$2; shift ;;
+	--tcg)
+		case "$2" in
+		single | multi) tcg=$2 ;;
+		*) echo "vm-run: --tcg takes single or multi, not '$2'" >&2; exit 2 ;;
+		esac
+		shift
+		;;
 	--) shift; break ;;
 	-*) echo "vm-run: unknown option $1" >&2; exit 2 ;;
 	*) break ;;
@@ -39,7 +51,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 if [ "$mode" = run ] && [ $# -eq 0 ]; then
-	echo "usage: vm-run.sh [--no-mrpin] [--timeout S] [--mem SIZE] -- COMMAND..." >&2
+	echo "usage: vm-run.sh [--no-mrpin] [--timeout S] [--mem SIZE] [--tcg single|multi] -- COMMAND..." >&2
 	echo "       vm-run.sh --shell" >&2
 	exit 2
 fi
@@ -105,7 +117,7 @@ ENV
 {
 	echo "cd $(printf %q "$repo")"
 	# Pass the caller's make-level settings that tests look at.
-	for v in KSFT_VERBOSE MRPIN_TEST_FILTER MRPIN_RELOAD_CHURN; do
+	for v in KSFT_VERBOSE MRPIN_TEST_FILTER MRPIN_RELOAD_CYCLES; do
 		[ -n "${!v:-}" ] && echo "export $v=$(printf %q "${!v}")"
 	done
 	printf '%q ' "$@"
@@ -120,7 +132,7 @@ if grep -qx 'CONFIG_FAILSLAB=y' "$kdir/boot/config-$KVER" 2>/dev/null; then
 fi
 
 qemu=(qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot
-	-machine pc -accel tcg,thread=multi -cpu max -smp 2 -m "$mem"
+	-machine pc -accel tcg,thread=$tcg -cpu max -smp 2 -m "$mem"
 	-kernel "$vmlinuz" -initrd "$initrd"
 	-append "console=ttyS0 ignore_loglevel panic=-1 $cmdline_extra"
 	-serial "file:$log"

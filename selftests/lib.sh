@@ -98,11 +98,61 @@ mrpin_stat() {
 	awk -v k="$1" '$1 == k { print $2 }' "$MRPIN_DIR/stats"
 }
 
+# mrpin_stats_are "VALUE..." KEY...: the `stats` values of KEY... are
+# VALUE..., in that order; if not, a diagnostic line with what they are.
+mrpin_stats_are() {
+	local want=$1 got="" key
+
+	shift
+	for key; do
+		got+="$(mrpin_stat "$key") "
+	done
+	[ "$got" = "$want " ] || { ktap_diag "$*: $got"; return 1; }
+}
+
+# mrpin_rows FILE: the number of rows of an mrpin table (not its header).
+mrpin_rows() {
+	tail -n +2 "$MRPIN_DIR/$1" | wc -l
+}
+
+# mrpin_wait_ready PID FILE: wait until FILE has a line "ready"; false,
+# with FILE as a diagnostic, if process PID ended first.
+mrpin_wait_ready() {
+	until grep -q '^ready$' "$2"; do
+		if ! kill -0 "$1" 2>/dev/null; then
+			ktap_diag "process $1 ended: $(cat "$2")"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# mrpin_start_pinner NAME ARGS...: `mrpin_pinner --hold ARGS` in the
+# background, its output in $tmp/NAME; its pid in $pid once it is ready.
+mrpin_start_pinner() {
+	local name=$1
+
+	shift
+	"$(dirname "${BASH_SOURCE[0]}")/mrpin_pinner" --hold "$@" >"$tmp/$name" 2>&1 &
+	pid=$!
+	mrpin_wait_ready "$pid" "$tmp/$name"
+}
+
 # The debug kernel (KASAN, lockdep, kmemleak), where every registration
 # costs tens of times more: loops that only repeat what they already
 # checked run fewer times there.
 mrpin_debug_kernel() {
 	[ -e /sys/kernel/debug/kmemleak ]
+}
+
+# The number of mrpin's kernel log lines other than its load and unload
+# messages.
+mrpin_other_log_lines() {
+	dmesg | grep 'mrpin' |
+		grep -vc -e 'mrpin [^ ]*: tracking RDMA memory pins$' \
+			-e 'mrpin [^ ]*: unloaded$' \
+			-e 'mrpin: loading out-of-tree module taints kernel' \
+			-e 'mrpin: module verification failed'
 }
 
 # The number of kernel log lines that report a problem.

@@ -23,14 +23,15 @@
  *    pins stay charged to the old address space, under the same pid, until
  *    the process exits.
  *
- * The program is also the churn of mrpin_reload.sh:
+ * The program is also the churn of mrpin_reload_churn.sh:
  *
  *   mrpin_lifecycle --churn THREADS
  *
  * THREADS threads each fill CHURN_SLOTS MRs of random sizes, then print
  * "ready" (once, for all), then over and over deregister one slot and
  * register it again, until SIGTERM or SIGINT; then they deregister
- * everything and it prints "churn regs R deregs D failed F".  At any moment
+ * everything and it prints "churn regs R deregs D failed F".  On SIGUSR1
+ * it prints "regs R", the registrations made so far.  At any moment
  * each thread holds at least CHURN_SLOTS - 1 live MRs.  Exit status: 0, 1
  * if any registration or deregistration failed, 2 on bad usage.
  *
@@ -223,6 +224,7 @@ static int churn_main(int nthreads)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	mrpin_unlimit_memlock();
 	ctx = mrpin_open_dev(mrpin_dev_name());
@@ -250,7 +252,11 @@ static int churn_main(int nthreads)
 	pthread_barrier_wait(&filled);
 	printf("ready\n");
 	fflush(stdout);
-	sigwait(&set, &sig);
+	while (!sigwait(&set, &sig) && sig == SIGUSR1) {
+		printf("regs %" PRIu64 "\n",
+		       __atomic_load_n(&counts.regs, __ATOMIC_RELAXED));
+		fflush(stdout);
+	}
 	__atomic_store_n(&stop, true, __ATOMIC_RELAXED);
 	for (i = 0; i < nthreads; i++)
 		pthread_join(threads[i].thread, NULL);

@@ -18,7 +18,6 @@ require_root
 require_rxe
 [ -f "$MRPIN_KO" ] || ktap_skip_all "$MRPIN_KO is not built"
 mrpin_load
-PINNER=$(dirname "$0")/mrpin_pinner
 DEV=rxe0
 netdev=$(rdma link show "$DEV/1" 2>/dev/null |
 	awk '{ for (i = 1; i < NF; i++) if ($i == "netdev") print $(i + 1) }')
@@ -45,23 +44,6 @@ pins_of() {
 	awk -v p="$1" -v d="$2" '$2 == p && $4 == d' "$MRPIN_DIR/pins" | wc -l
 }
 
-# start_pinner NAME ARGS...: mrpin_pinner --hold ARGS in the background,
-# output in $tmp/NAME; its pid in $pid once it said "ready".
-start_pinner() {
-	local name=$1
-
-	shift
-	"$PINNER" --hold "$@" >"$tmp/$name" 2>&1 &
-	pid=$!
-	until grep -q '^ready$' "$tmp/$name"; do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			ktap_diag "$name: $(cat "$tmp/$name")"
-			return 1
-		fi
-		sleep 0.1
-	done
-}
-
 read_all_quietly() {
 	mrpin_read_all >/dev/null
 }
@@ -80,8 +62,8 @@ before_untracked=$(mrpin_stat untracked_releases_total)
 before_cleanup=$(mrpin_stat cleanup_releases_total)
 
 # 1. Two holders: one to deregister, one to be killed.
-start_pinner a 64K 1M@100 && a=$pid
-start_pinner b --threads 2 4K 2M 1@4095 && b=$pid
+mrpin_start_pinner a 64K 1M@100 && a=$pid
+mrpin_start_pinner b --threads 2 4K 2M 1@4095 && b=$pid
 a_bytes=$(bytes_of a)
 b_bytes=$(bytes_of b)
 total=$((a_bytes + b_bytes))
@@ -140,7 +122,7 @@ ktap_check "readded_device_is_listed_idle" \
 	test "$(echo "$line" | awk '{ print $4, $5 }')" = "0 0"
 ktap_check "readded_device_has_the_same_node_guid" \
 	test "$(echo "$line" | awk '{ print $2 }')" = "$guid"
-start_pinner c 64K@100 && c=$pid
+mrpin_start_pinner c 64K@100 && c=$pid
 ktap_check "new_registration_is_accounted_on_the_readded_device" \
 	test "$(dev_line "$DEV" | awk '{ print $4, $5 }') $(pins_of "$c" "$DEV")" = "1 69632 1"
 ktap_check "new_registration_is_in_stats" \

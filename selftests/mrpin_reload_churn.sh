@@ -1,0 +1,108 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# mrpin unloaded and loaded again while RDMA registrations go on.
+#
+# 50 `rmmod mrpin; insmod mrpin.ko` cycles ($MRPIN_RELOAD_CYCLES; 10 on the
+# debug kernel) while 4 threads of `mrpin_lifecycle --churn` register and
+# deregister MRs in a loop, each holding at least 3 of its 4 slots at any
+# moment: no registration or deregistration fails, neither does rmmod nor
+# insmod, every load sees tracked registrations, and once the churn is over
+# the last load has no live pin left and released every pin it tracked.
+# Its untracked releases are those of the MRs live when it was loaded
+# (at least 12) and of those registered while insmod ran, before mrpin
+# records pins (at most 16 plus the registrations made meanwhile).  The
+# kernel log has no problem and no mrpin line but load and unload
+# messages (none saying a pin was released unseen).  mrpin is left loaded.
+#
+# Every load and unload patches the entry of ib_umem_get() and
+# ib_umem_release() while other CPUs run them.  In the test VM this
+# program runs on single-threaded TCG (check.sh): QEMU 7.2's multi-threaded
+# TCG can keep executing a stale translation of the patched entry.
+. "$(dirname "$0")/lib.sh"
+
+require_root
+require_rxe
+[ -f "$MRPIN_KO" ] || ktap_skip_all "$MRPIN_KO is not built"
+mrpin_load
+LIFECYCLE=$(dirname "$0")/mrpin_lifecycle
+DEV=rxe0
+THREADS=4
+SLOTS=4		# CHURN_SLOTS in mrpin_lifecycle.c
+if mrpin_debug_kernel; then
+	cycles=${MRPIN_RELOAD_CYCLES:-10}
+else
+	cycles=${MRPIN_RELOAD_CYCLES:-50}
+fi
+ktap_plan 10
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+problems=$(dmesg_problems)
+mrpin_lines=$(mrpin_other_log_lines)
+
+# churn_regs: the registrations the churn has made so far (SIGUSR1).
+churn_regs() {
+	local n
+
+	n=$(grep -c '^regs ' "$tmp/churn")
+	kill -USR1 "$churn"
+	while [ "$(grep -c '^regs ' "$tmp/churn")" = "$n" ]; do
+		sleep 0.01
+	done
+	sed -n 's/^regs //p' "$tmp/churn" | tail -n1
+}
+
+"$LIFECYCLE" --churn $THREADS >"$tmp/churn" 2>"$tmp/churn_err" &
+churn=$!
+mrpin_wait_ready "$churn" "$tmp/churn"
+failed=0
+tracked=0
+started=$SECONDS
+for i in $(seq "$cycles"); do
+	if ! rmmod mrpin; then
+		failed=1
+		ktap_diag "rmmod failed at cycle $i"
+		break
+	fi
+	regs_before=$(churn_regs)
+	if ! insmod "$MRPIN_KO"; then
+		failed=1
+		ktap_diag "insmod failed at cycle $i"
+		break
+	fi
+	regs_during=$(($(churn_regs) - regs_before))
+	# The churn goes on: wait for it to register under this load.
+	while [ "$(mrpin_stat pins_total)" = 0 ] && kill -0 "$churn"; do
+		sleep 0.01
+	done
+	[ "$(mrpin_stat pins_total)" = 0 ] || tracked=$((tracked + 1))
+done
+ktap_diag "$cycles cycles in $((SECONDS - started))s"
+ktap_check "survives_${cycles}_rmmod_insmod_cycles_under_churn" test "$failed" = 0
+ktap_check "every_load_tracked_registrations" test "$tracked" = "$cycles"
+mrpin_load
+kill -TERM "$churn"
+wait "$churn"
+status=$?
+read -r _ _ regs _ deregs _ fails < <(grep '^churn ' "$tmp/churn")
+ktap_diag "churn: $regs registrations, $deregs deregistrations, $fails failed"
+ktap_check "no_registration_or_deregistration_failed" \
+	test "$status $fails" = "0 0"
+[ "$status" = 0 ] || ktap_diag "churn: $(cat "$tmp/churn_err")"
+ktap_check "churn_deregistered_all_it_registered" test "$regs" = "$deregs"
+ktap_check "no_live_pin_left" mrpin_stats_are "0 0" pins pinned_bytes
+ktap_check "no_pins_procs_users_or_cgroups_line_left" \
+	test "$(mrpin_rows pins) $(mrpin_rows procs) $(mrpin_rows users) $(mrpin_rows cgroups)" = "0 0 0 0"
+ktap_check "device_back_to_zero" \
+	test "$(awk -v d="$DEV" '$1 == d { print $4, $5 }' "$MRPIN_DIR/devices")" = "0 0"
+ktap_check "every_tracked_pin_was_released" \
+	test "$(mrpin_stat pins_total)" = "$(mrpin_stat releases_total)"
+untracked=$(mrpin_stat untracked_releases_total)
+ktap_diag "last load: $(mrpin_stat pins_total) tracked pins, $untracked untracked releases, $regs_during registrations during its insmod"
+ktap_check "untracked_releases_are_the_mrs_live_or_made_at_the_last_insmod" \
+	test "$untracked" -ge $((THREADS * (SLOTS - 1))) -a \
+		"$untracked" -le $((THREADS * SLOTS + regs_during))
+ktap_check "kernel_log_has_no_new_problem_or_mrpin_line" \
+	test "$(dmesg_problems) $(mrpin_other_log_lines)" = "$problems $mrpin_lines"
+ktap_finish
