@@ -132,7 +132,7 @@ if grep -qx 'CONFIG_FAILSLAB=y' "$kdir/boot/config-$KVER" 2>/dev/null; then
 fi
 
 qemu=(qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot
-	-machine pc -accel tcg,thread=$tcg -cpu max -smp 2 -m "$mem"
+	-machine pc -accel "tcg,thread=$tcg" -cpu max -smp 2 -m "$mem"
 	-kernel "$vmlinuz" -initrd "$initrd"
 	-append "console=ttyS0 ignore_loglevel panic=-1 $cmdline_extra"
 	-serial "file:$log"
