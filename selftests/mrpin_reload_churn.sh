@@ -3,8 +3,8 @@
 #
 # mrpin unloaded and loaded again while RDMA registrations go on.
 #
-# 50 `rmmod mrpin; insmod mrpin.ko` cycles ($MRPIN_RELOAD_CYCLES; 10 on the
-# debug kernel) while 4 threads of `mrpin_lifecycle --churn` register and
+# 50 `rmmod mrpin; insmod mrpin.ko` cycles ($MRPIN_RELOAD_CYCLES; 5 on the
+# debug kernel, where one takes about 40 s) while 4 threads of `mrpin_lifecycle --churn` register and
 # deregister MRs in a loop, each holding at least 3 of its 4 slots at any
 # moment: no registration or deregistration fails, neither does rmmod nor
 # insmod, every load sees tracked registrations, and once the churn is over
@@ -30,7 +30,7 @@ DEV=rxe0
 THREADS=4
 SLOTS=4		# CHURN_SLOTS in mrpin_lifecycle.c
 if mrpin_debug_kernel; then
-	cycles=${MRPIN_RELOAD_CYCLES:-10}
+	cycles=${MRPIN_RELOAD_CYCLES:-5}
 else
 	cycles=${MRPIN_RELOAD_CYCLES:-50}
 fi
