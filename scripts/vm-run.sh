@@ -130,12 +130,6 @@ cmdline_extra=
 if grep -qx 'CONFIG_FAILSLAB=y' "$kdir/boot/config-$KVER" 2>/dev/null; then
 	cmdline_extra='slub_debug=A,mrpin_*'
 fi
-# Under KASAN the ACPI interpreter runs the PCI routing method (_PRT) into
-# its 30 s loop timeout, once per virtio device: route PCI interrupts from
-# the BIOS table instead.
-if grep -qx 'CONFIG_KASAN=y' "$kdir/boot/config-$KVER" 2>/dev/null; then
-	cmdline_extra+=' pci=noacpi'
-fi
 
 qemu=(qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot
 	-machine pc -accel "tcg,thread=$tcg" -cpu max -smp 2 -m "$mem"
