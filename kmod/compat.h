@@ -36,16 +36,12 @@ static __always_inline void mrpin_ftrace_set_ip(struct ftrace_regs *fregs,
 /*
  * Whether @ip, as ftrace passes it to a callback, is the entry of @func:
  * its fentry call, which an ENDBR precedes when the kernel is built with
- * IBT (x86-64, v5.18).
+ * IBT (x86-64, v5.18; ENDBR_INSN_SIZE is 0 without it).
  */
 static __always_inline bool mrpin_ftrace_ip_is(unsigned long ip,
 					       unsigned long func)
 {
-#ifdef ENDBR_INSN_SIZE
 	return ip == func || ip == func + ENDBR_INSN_SIZE;
-#else
-	return ip == func;
-#endif
 }
 
 /*
