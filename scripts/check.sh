@@ -3,11 +3,11 @@
 #
 # `make check`: mrpinctl's host tests, then every selftest in the test VM;
 # print the KTAP streams and a last line "N passed, N failed, N skipped"
-# (host test points and VM test programs together).  The host tests do not
+# (host test points and VM test programs together).  Exits 0 only when no
+# test failed and the VM runs were clean (no kernel warning, taint, crash
+# or hang: a dirty run counts as one more failure).  The host tests do not
 # touch the kernel: they run with the generic kernel's check only, not
-# again with KFLAVOUR=rt or debug.  Exits 0 only when no test
-# failed and the VM runs were clean (no kernel warning, taint, crash or hang:
-# a dirty run counts as one more failure).
+# again with KFLAVOUR=rt or debug.
 #
 # The tests in $single_tcg patch kernel text while other vCPUs run it: they
 # get a VM of their own on single-threaded TCG (vm-run.sh --tcg single),

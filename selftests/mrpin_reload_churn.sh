@@ -4,8 +4,8 @@
 # mrpin unloaded and loaded again while RDMA registrations go on.
 #
 # 50 `rmmod mrpin; insmod mrpin.ko` cycles ($MRPIN_RELOAD_CYCLES; 5 on the
-# debug kernel, where one takes about 40 s) while 4 threads of `mrpin_lifecycle --churn` register and
-# deregister MRs in a loop, each holding at least 3 of its 4 slots at any
+# debug kernel, where one takes about 40 s) while 4 threads of
+# `mrpin_lifecycle --churn` register and deregister MRs in a loop, each holding at least 3 of its 4 slots at any
 # moment: no registration or deregistration fails, neither does rmmod nor
 # insmod, every load sees tracked registrations, and once the churn is over
 # the last load has no live pin left and released every pin it tracked.
@@ -47,7 +47,7 @@ churn_regs() {
 
 	n=$(grep -c '^regs ' "$tmp/churn")
 	kill -USR1 "$churn"
-	while [ "$(grep -c '^regs ' "$tmp/churn")" = "$n" ]; do
+	while [ "$(grep -c '^regs ' "$tmp/churn")" = "$n" ] && kill -0 "$churn"; do
 		sleep 0.01
 	done
 	sed -n 's/^regs //p' "$tmp/churn" | tail -n1
