@@ -5,15 +5,16 @@
 #
 # 50 `rmmod mrpin; insmod mrpin.ko` cycles ($MRPIN_RELOAD_CYCLES; 5 on the
 # debug kernel, where one takes about 40 s) while 4 threads of
-# `mrpin_lifecycle --churn` register and deregister MRs in a loop, each holding at least 3 of its 4 slots at any
-# moment: no registration or deregistration fails, neither does rmmod nor
-# insmod, every load sees tracked registrations, and once the churn is over
-# the last load has no live pin left and released every pin it tracked.
-# Its untracked releases are those of the MRs live when it was loaded
-# (at least 12) and of those registered while insmod ran, before mrpin
-# records pins (at most 16 plus the registrations made meanwhile).  The
-# kernel log has no problem and no mrpin line but load and unload
-# messages (none saying a pin was released unseen).  mrpin is left loaded.
+# `mrpin_lifecycle --churn` register and deregister MRs in a loop, each
+# holding at least 3 of its 4 slots at any moment: no registration or
+# deregistration fails, neither does rmmod nor insmod, every load sees
+# tracked registrations, and once the churn is over the last load has no
+# live pin left and released every pin it tracked.  Its untracked releases
+# are those of the MRs live when it was loaded (at least 12) and of those
+# registered while insmod ran, before mrpin records pins (at most 16 plus
+# the registrations made meanwhile).  The kernel log has no problem and no
+# mrpin line but load and unload messages (none saying a pin was released
+# unseen).  mrpin is left loaded.
 #
 # Every load and unload patches the entry of ib_umem_get() and
 # ib_umem_release() while other CPUs run them.  In the test VM this
