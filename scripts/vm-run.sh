@@ -124,11 +124,13 @@ ENV
 	echo
 } >"$rundir/cmd"
 
+# The kernel log holds a whole run (the default 128 or 256 KiB wrapped on
+# the debug kernel), so a test reads every message logged since its start.
+cmdline_extra='log_buf_len=16M'
 # On a kernel with failslab, mark mrpin's slab caches for it (only the
 # boot command line can since 5.9): mrpin_failslab.sh aims failures there.
-cmdline_extra=
 if grep -qx 'CONFIG_FAILSLAB=y' "$kdir/boot/config-$KVER" 2>/dev/null; then
-	cmdline_extra='slub_debug=A,mrpin_*'
+	cmdline_extra+=' slub_debug=A,mrpin_*'
 fi
 
 qemu=(qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot
@@ -168,9 +170,7 @@ fail() {
 new_taint=$(((taint_end & ~taint_boot) & ~(1 << 12 | 1 << 13)))
 [ "$new_taint" = 0 ] || fail "the kernel was tainted ($taint_end, new bits $new_taint)"
 
-bad='Oops|BUG:|WARNING:|Kernel panic|general protection fault|soft lockup|hard LOCKUP'
-bad+='|KASAN|UBSAN|kmemleak: [0-9]+ new suspected|unreferenced object'
-bad+='|DEBUG_LOCKS_WARN_ON|blocked for more than|rcu_sched detected stall|rcu: INFO'
+bad=$(grep -v -e '^#' -e '^$' "$repo/selftests/kernel_problems" | paste -sd '|')
 bad+='|mrpin-vm: (insmod|rmmod|stage)'
 if grep -Eq "$bad" "$log"; then
 	grep -En "$bad" "$log" | head -n 5 | sed 's/^/    /' >&2

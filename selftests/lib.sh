@@ -145,17 +145,57 @@ mrpin_debug_kernel() {
 	[ -e /sys/kernel/debug/kmemleak ]
 }
 
-# The number of mrpin's kernel log lines other than its load and unload
-# messages.
-mrpin_other_log_lines() {
-	dmesg | grep 'mrpin' |
-		grep -vc -e 'mrpin [^ ]*: tracking RDMA memory pins$' \
-			-e 'mrpin [^ ]*: unloaded$' \
-			-e 'mrpin: loading out-of-tree module taints kernel' \
-			-e 'mrpin: module verification failed'
+# What a kernel log line reporting a problem matches (an extended regular
+# expression, from the list in kernel_problems).
+MRPIN_KERNEL_PROBLEMS=$(grep -v -e '^#' -e '^$' "$(dirname "${BASH_SOURCE[0]}")/kernel_problems" |
+	paste -sd '|')
+
+# kmsg_read FD: the text of each kernel message logged since the last read
+# of the /dev/kmsg open on FD, one a line, and a "kmsg_read:" line where
+# the log overwrote messages before they were read.  Unlike counting the
+# lines of `dmesg`, this does not change when old lines leave the log.
+kmsg_read() {
+	local err
+
+	while :; do
+		# Each read is one record; dd stops at EAGAIN (all read) or
+		# at EPIPE (records lost; the next read goes on from the
+		# oldest record left).
+		err=$(dd bs=8192 iflag=nonblock status=none <&"$1" 2>&1 >&3) && break
+		[[ $err == *'Broken pipe'* ]] || break
+		echo "kmsg_read: the kernel log overwrote messages before they were read"
+	done 3>&1 | sed -e '/^kmsg_read: /b' -e 's/^[0-9]*,[0-9]*,[0-9]*,[^;]*;//' -e t -e d
 }
 
-# The number of kernel log lines that report a problem.
-dmesg_problems() {
-	dmesg | grep -Ec 'WARNING:|BUG:|Oops|general protection|KASAN|UBSAN|leak'
+# kernel_log_mark: from here on, kernel_log_read gathers the kernel's
+# messages in $kernel_log.
+kernel_log_mark() {
+	exec {kernel_log_fd}</dev/kmsg
+	kmsg_read "$kernel_log_fd" >/dev/null
+	kernel_log=
+}
+
+# kernel_log_read: adds the messages logged since its last call to
+# $kernel_log (so not in a subshell).
+kernel_log_read() {
+	kernel_log+=$(kmsg_read "$kernel_log_fd")$'\n'
+}
+
+# ktap_check_kernel_log NAME [mrpin|mrpin-but-loads]: a test point that
+# passes when no kernel message since kernel_log_mark reports a problem,
+# nor (mrpin) names mrpin, nor (mrpin-but-loads) names mrpin other than
+# in its load and unload lines; a diagnostic line for each that does.
+ktap_check_kernel_log() {
+	local found
+
+	kernel_log_read
+	found=$(awk -v problems="$MRPIN_KERNEL_PROBLEMS" -v mode="${2:-}" '
+		$0 ~ problems { print; next }
+		mode == "" || !/mrpin/ { next }
+		mode == "mrpin-but-loads" &&
+			(/^mrpin [^ ]*: (tracking RDMA memory pins|unloaded)$/ ||
+			 /^mrpin: (loading out-of-tree module taints kernel|module verification failed)/) { next }
+		{ print }' <<<"$kernel_log" | head -n 10)
+	[ -z "$found" ] || sed 's/^/# kernel log: /' <<<"$found"
+	ktap_check "$1" test -z "$found"
 }

@@ -25,7 +25,7 @@ CG=/sys/fs/cgroup
 ktap_plan 11
 
 tmp=$(mktemp -d)
-problems=$(dmesg_problems)
+kernel_log_mark
 # What `make install` lays down outside the module tree (and nothing else
 # may be there before: the test removes it from the guest's overlay).
 installed=(/etc/mrpin.conf /etc/mrpin.d /etc/modprobe.d/mrpin.conf
@@ -171,5 +171,5 @@ boot_loads_mrpin() {
 }
 ktap_check "modules_load_d_entry_loads_mrpin_with_its_options" boot_loads_mrpin
 
-ktap_check "kernel_log_has_no_new_problems" test "$(dmesg_problems)" = "$problems"
+ktap_check_kernel_log "kernel_log_has_no_new_problems"
 ktap_finish

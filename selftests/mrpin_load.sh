@@ -9,7 +9,7 @@ require_root
 [ -f "$MRPIN_KO" ] || ktap_skip_all "$MRPIN_KO is not built"
 ktap_plan 6
 
-problems=$(dmesg_problems)
+kernel_log_mark
 mrpin_unload
 ktap_check "unloads_while_loaded_by_the_test_bed" bash -c '! grep -q "^mrpin " /proc/modules'
 ktap_check "loads_with_insmod" insmod "$MRPIN_KO"
@@ -19,6 +19,6 @@ ktap_check "devices_file_starts_with_its_header" \
 	bash -c "head -n1 $MRPIN_DIR/devices | grep -qx '# device node_guid max_mr pins pinned_bytes'"
 rmmod mrpin
 ktap_check "unload_removes_the_debugfs_directory" test ! -e "$MRPIN_DIR"
-ktap_check "kernel_log_has_no_new_problems" test "$(dmesg_problems)" = "$problems"
+ktap_check_kernel_log "kernel_log_has_no_new_problems"
 mrpin_load
 ktap_finish

@@ -61,7 +61,7 @@ RANDOM=$seed
 
 was_loaded=0
 mrpin_loaded && was_loaded=1
-problems=$(dmesg_problems)
+kernel_log_mark
 tmp=$(mktemp -d)
 # The refused loads use a copy without debug information, when strip is
 # there: the loader parses the parameters before any of mrpin's code runs,
@@ -75,11 +75,8 @@ nparams=$(wc -w <<<"$names")
 ktap_plan $((nparams + 13))
 ktap_diag "seed $seed (MRPIN_PARAMS_SEED)"
 
-# The kernel log since the last call, one message a line (/dev/kmsg).
+# The kernel log, read by kmsg_read.
 exec {kmsg}</dev/kmsg
-kmsg_new() {
-	dd bs=8192 iflag=nonblock status=none <&"$kmsg" 2>/dev/null
-}
 # big: a decimal number over U64_MAX.
 big() {
 	case $((RANDOM % 4)) in
@@ -215,11 +212,9 @@ finish_attempt() {
 # for its parameter, mrpin's reason as expected, no other line of
 # mrpin's and no problem.  Counts the attempts that did not in $bad_n.
 check_log() {
-	local line msg k=0 name reason arg lines loader ours problem log
+	local msg k=0 name reason arg lines loader ours problem log
 
-	while IFS= read -r line; do
-		[[ $line == *\;* ]] || continue
-		msg=${line#*;}
+	while IFS= read -r msg; do
 		if [[ $msg == "mrpin_params_fuzz: attempt "* ]]; then
 			finish_attempt
 			k=${msg##* }
@@ -229,19 +224,18 @@ check_log() {
 		fi
 		[ "$k" != 0 ] || continue
 		log+="$msg|"
-		[[ $msg =~ WARNING:|BUG:|Oops|general\ protection|KASAN|UBSAN|leak ]] &&
-			problem=$msg
+		[[ $msg =~ $MRPIN_KERNEL_PROBLEMS ]] && problem=$msg
 		[[ $msg == mrpin* ]] || continue
 		lines=$((lines + 1))
 		[[ $msg == *" invalid for parameter \`$name'" ]] && loader=$((loader + 1))
 		[[ $msg == "mrpin: $name="*": "* ]] && ours=$((ours + 1))
-	done < <(kmsg_new)
+	done < <(kmsg_read "$kmsg")
 	finish_attempt
 }
 
 mrpin_unload
 ktap_check "mrpin_unloads" test ! -e "$MRPIN_DIR"
-kmsg_new >/dev/null
+kmsg_read "$kmsg" >/dev/null
 
 # 1. Every parameter's bad values.
 for name in $names; do
@@ -364,7 +358,7 @@ good_set c \
 	process_max_pinned=2048M 'process_max_pins=" 1 "' process_max_pin_size=0
 rmmod mrpin
 
-ktap_check "kernel_log_has_no_new_problems" test "$(dmesg_problems)" = "$problems"
+ktap_check_kernel_log "kernel_log_has_no_new_problems"
 exec {kmsg}<&-
 [ "$was_loaded" = 1 ] && mrpin_load
 ktap_check "mrpin_left_as_found" test "$(mrpin_loaded && echo 1 || echo 0)" = "$was_loaded"

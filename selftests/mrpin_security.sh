@@ -30,10 +30,10 @@ DEBUGFS=/sys/kernel/debug
 ktap_plan $((25 + $(find "$MRPIN_DIR" -mindepth 1 | wc -l)))
 
 tmp=$(mktemp -d)
-problems=$(dmesg_problems)
+kernel_log_mark
 # The kernel log from here on, for mrpin's lines.
 exec {kmsg}</dev/kmsg
-dd bs=8192 iflag=nonblock status=none <&"$kmsg" >/dev/null 2>&1
+kmsg_read "$kmsg" >/dev/null
 mode_debugfs=$(stat -c %a "$DEBUGFS")
 mode_dir=$(stat -c %a "$MRPIN_DIR")
 mode_limits=$(stat -c %a "$LIMITS")
@@ -226,8 +226,7 @@ for f in "$MRPIN_DIR"/*; do
 done
 found=$(cat /sys/module/mrpin/parameters/* | kernel_addresses | head -n 3 | tr '\n' ' ')
 ktap_check "no_kernel_address_in_the_parameters" test -z "$found"
-dd bs=8192 iflag=nonblock status=none <&"$kmsg" 2>/dev/null |
-	sed -n 's/^[^;]*;//p' | grep mrpin >"$tmp/log"
+kmsg_read "$kmsg" | grep mrpin >"$tmp/log"
 ktap_diag "$(wc -l <"$tmp/log") lines of mrpin's in the kernel log, e.g.: $(tail -n1 "$tmp/log")"
 found=$(kernel_addresses <"$tmp/log" | head -n 3 | tr '\n' ' ')
 ktap_check "no_kernel_address_in_mrpin_log_lines" test -z "$found"
@@ -238,7 +237,7 @@ for h in pinner sites stack; do
 done
 cat "$tmp/found" >"$LIMITS"
 ktap_check "policy_found_is_restored" same_as "$tmp/found"
-ktap_check "kernel_log_has_no_new_problems" test "$(dmesg_problems)" = "$problems"
+ktap_check_kernel_log "kernel_log_has_no_new_problems"
 exec {kmsg}<&-
 rm -rf "$tmp"
 ktap_finish

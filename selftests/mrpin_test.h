@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <regex.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -687,9 +688,14 @@ static inline int mrpin_kmsg_open(void)
 	return fd;
 }
 
-/* The messages logged since the last call, one a line (to free()). */
+/*
+ * The messages logged since the last call, one a line (to free()), and a
+ * line saying so where the log overwrote messages before they were read.
+ */
 static inline char *mrpin_kmsg_read(int fd)
 {
+	static const char lost[] =
+		"kmsg_read: the kernel log overwrote messages before they were read";
 	size_t len = 0, size = 16384, mlen;
 	char rec[8192], *out, *tmp, *msg, *end;
 	ssize_t n;
@@ -699,8 +705,10 @@ static inline char *mrpin_kmsg_read(int fd)
 		return NULL;
 	for (;;) {
 		n = read(fd, rec, sizeof(rec) - 1);
-		if (n < 0 && errno == EPIPE)
-			continue;	/* overwritten records: go on */
+		if (n < 0 && errno == EPIPE) {
+			/* Overwritten records: say so, go on from the oldest. */
+			n = snprintf(rec, sizeof(rec), ";%s\n", lost);
+		}
 		if (n <= 0)
 			break;
 		rec[n] = '\0';
@@ -727,26 +735,56 @@ static inline char *mrpin_kmsg_read(int fd)
 	return out;
 }
 
-/* The first line of @log that reports a kernel problem, or NULL. */
+/*
+ * The first line of @log that reports a kernel problem, or NULL: a line
+ * matching one of the extended regular expressions in kernel_problems,
+ * the file beside this program that vm-run.sh and lib.sh read too.  A
+ * list that cannot be read is itself the problem reported.
+ */
 static inline const char *mrpin_log_problem(const char *log)
 {
-	static const char *const problems[] = {
-		"WARNING:", "BUG:", "Oops", "general protection", "KASAN",
-		"UBSAN", "refcount_t:", "list_add corruption",
-		"list_del corruption", "stack-protector", "soft lockup",
-		"hung_task", "blocked for more than",
-	};
-	const char *hit, *best = NULL;
-	size_t i;
+	static const char unread[] = "cannot read or compile kernel_problems";
+	char path[4096], line[256], pattern[4096] = "";
+	const char *hit = NULL;
+	regmatch_t match;
+	regex_t re;
+	ssize_t n;
+	FILE *list;
 
-	for (i = 0; i < MRPIN_ARRAY_SIZE(problems); i++) {
-		hit = strstr(log, problems[i]);
-		if (hit && (!best || hit < best))
-			best = hit;
+	n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	if (n <= 0)
+		return unread;
+	path[n] = '\0';
+	if (!strrchr(path, '/') ||
+	    strlen(path) + sizeof("kernel_problems") > sizeof(path))
+		return unread;
+	strcpy(strrchr(path, '/') + 1, "kernel_problems");
+	list = fopen(path, "re");
+	if (!list)
+		return unread;
+	while (fgets(line, sizeof(line), list)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!line[0] || line[0] == '#')
+			continue;
+		if (strlen(pattern) + strlen(line) + 2 > sizeof(pattern)) {
+			fclose(list);
+			return unread;
+		}
+		if (pattern[0])
+			strcat(pattern, "|");
+		strcat(pattern, line);
 	}
-	while (best && best > log && best[-1] != '\n')
-		best--;
-	return best;
+	fclose(list);
+	if (!pattern[0] ||
+	    regcomp(&re, pattern, REG_EXTENDED | REG_NEWLINE))
+		return unread;
+	if (!regexec(&re, log, 1, &match, 0)) {
+		hit = log + match.rm_so;
+		while (hit > log && hit[-1] != '\n')
+			hit--;
+	}
+	regfree(&re);
+	return hit;
 }
 
 /* A line of mrpin's `events`. */
