@@ -30,10 +30,8 @@ DEBUGFS=/sys/kernel/debug
 ktap_plan $((25 + $(find "$MRPIN_DIR" -mindepth 1 | wc -l)))
 
 tmp=$(mktemp -d)
+# The kernel log from here on, for problems and mrpin's lines.
 kernel_log_mark
-# The kernel log from here on, for mrpin's lines.
-exec {kmsg}</dev/kmsg
-kmsg_read "$kmsg" >/dev/null
 mode_debugfs=$(stat -c %a "$DEBUGFS")
 mode_dir=$(stat -c %a "$MRPIN_DIR")
 mode_limits=$(stat -c %a "$LIMITS")
@@ -226,7 +224,8 @@ for f in "$MRPIN_DIR"/*; do
 done
 found=$(cat /sys/module/mrpin/parameters/* | kernel_addresses | head -n 3 | tr '\n' ' ')
 ktap_check "no_kernel_address_in_the_parameters" test -z "$found"
-kmsg_read "$kmsg" | grep mrpin >"$tmp/log"
+kernel_log_read
+grep mrpin <<<"$kernel_log" >"$tmp/log"
 ktap_diag "$(wc -l <"$tmp/log") lines of mrpin's in the kernel log, e.g.: $(tail -n1 "$tmp/log")"
 found=$(kernel_addresses <"$tmp/log" | head -n 3 | tr '\n' ' ')
 ktap_check "no_kernel_address_in_mrpin_log_lines" test -z "$found"
@@ -238,6 +237,5 @@ done
 cat "$tmp/found" >"$LIMITS"
 ktap_check "policy_found_is_restored" same_as "$tmp/found"
 ktap_check_kernel_log "kernel_log_has_no_new_problems"
-exec {kmsg}<&-
 rm -rf "$tmp"
 ktap_finish
