@@ -14,12 +14,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <regex.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
