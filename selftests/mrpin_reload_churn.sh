@@ -47,7 +47,7 @@ churn_regs() {
 
 	n=$(grep -c '^regs ' "$tmp/churn")
 	kill -USR1 "$churn"
-	while [ "$(grep -c '^regs ' "$tmp/churn")" = "$n" ] && kill -0 "$churn"; do
+	while [ "$(grep -c '^regs ' "$tmp/churn")" = "$n" ] && kill -0 "$churn" 2>/dev/null; do
 		sleep 0.01
 	done
 	sed -n 's/^regs //p' "$tmp/churn" | tail -n1

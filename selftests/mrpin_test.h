@@ -744,21 +744,23 @@ static inline char *mrpin_kmsg_read(int fd)
 static inline const char *mrpin_log_problem(const char *log)
 {
 	static const char unread[] = "cannot read or compile kernel_problems";
-	char path[4096], line[256], pattern[4096] = "";
+	char path[4096], line[256], pattern[4096] = "", *dir_end;
 	const char *hit = NULL;
 	regmatch_t match;
 	regex_t re;
 	ssize_t n;
 	FILE *list;
 
-	n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	/* Room left for the file's name in place of this program's. */
+	n = readlink("/proc/self/exe", path,
+		     sizeof(path) - sizeof("kernel_problems"));
 	if (n <= 0)
 		return unread;
 	path[n] = '\0';
-	if (!strrchr(path, '/') ||
-	    strlen(path) + sizeof("kernel_problems") > sizeof(path))
+	dir_end = strrchr(path, '/');
+	if (!dir_end)
 		return unread;
-	strcpy(strrchr(path, '/') + 1, "kernel_problems");
+	strcpy(dir_end + 1, "kernel_problems");
 	list = fopen(path, "re");
 	if (!list)
 		return unread;
