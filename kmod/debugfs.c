@@ -100,6 +100,7 @@ static int stats_show(struct seq_file *m, void *v)
 		   atomic64_read(&s->nomem_denials_total));
 	seq_printf(m, "unrecorded_pins_total %lld\n",
 		   atomic64_read(&s->unrecorded_pins_total));
+	seq_printf(m, "ram_bytes %llu\n", mrpin_ram_bytes());
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(stats);

@@ -22,6 +22,7 @@
 #include <linux/atomic.h>
 #include <linux/cred.h>
 #include <linux/list.h>
+#include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/rcupdate.h>
 #include <linux/refcount.h>
@@ -432,6 +433,20 @@ void mrpin_umem_release(struct ib_umem *umem);
 static inline u64 mrpin_pin_bytes(unsigned long start, size_t length)
 {
 	return PAGE_ALIGN(start + length) - (start & PAGE_MASK);
+}
+
+/**
+ * mrpin_ram_bytes() - the RAM that "N% of RAM" limits are shares of
+ *
+ * totalram_pages(), in bytes: what sysinfo() and MemTotal report.  The
+ * `stats` view shows it, so that a snapshot read on another machine is
+ * read with the RAM of the machine it came from.
+ *
+ * Return: the number of bytes.
+ */
+static inline u64 mrpin_ram_bytes(void)
+{
+	return (u64)totalram_pages() << PAGE_SHIFT;
 }
 
 /* account.c: charging a pin to every owner, checking each limit */

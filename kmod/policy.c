@@ -142,7 +142,7 @@ static DEFINE_RATELIMIT_STATE(mrpin_limits_rs, 5 * HZ, 20);
 
 static u64 mrpin_ram_percent(unsigned int pct)
 {
-	return div_u64(((u64)totalram_pages() << PAGE_SHIFT) * pct, 100);
+	return div_u64(mrpin_ram_bytes() * pct, 100);
 }
 
 /* Decimal digits only: no sign, no white space, no base prefix. */

@@ -10,7 +10,7 @@ require_root
 require_rxe
 mrpin_load
 here=$(cd "$(dirname "$0")" && pwd)
-ktap_plan 9
+ktap_plan 10
 
 # A program whose comm holds a space: comm is the executable's name.
 tmp=$(mktemp -d)
@@ -41,6 +41,10 @@ for f in "$MRPIN_DIR"/*; do
 		[ "$(basename "$f")" = stats ] || bad_header="$bad_header $f"
 done
 ktap_check "every_table_starts_with_a_header" test -z "${bad_header:-}"
+# N% limits are shares of this: the machine's RAM, as MemTotal counts it.
+ktap_check "stats_ram_bytes_is_memtotal" test \
+	"$(awk '$1 == "ram_bytes" { print $2 }' "$MRPIN_DIR/stats")" = \
+	"$(awk '$1 == "MemTotal:" { print $2 * 1024 }' /proc/meminfo)"
 
 modes=$(stat -c '%n %a' "$MRPIN_DIR"/* | awk '
 	$1 ~ /\/limits$/ { if ($2 != 600) print $1, $2; next }

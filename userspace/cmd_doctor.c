@@ -128,11 +128,6 @@ struct finding {
 };
 
 /* The rows of the tables, as doctor reads them. */
-struct dr_stats {
-	uint64_t pinned_bytes;
-	uint64_t stack_pins_total;
-};
-
 struct dr_proc {
 	uint64_t pid;
 	char *comm;
@@ -180,11 +175,6 @@ struct dr_site {
 };
 
 #define F(type, name, t) { #name, t, offsetof(type, name), false }
-
-static const struct tbl_field stats_fields[] = {
-	F(struct dr_stats, pinned_bytes, TF_U64),
-	F(struct dr_stats, stack_pins_total, TF_U64),
-};
 
 static const struct tbl_field proc_fields[] = {
 	F(struct dr_proc, pid, TF_U64),
@@ -235,7 +225,7 @@ static const struct tbl_field site_fields[] = {
 #undef F
 
 struct doctor {
-	struct dr_stats stats;
+	struct stats stats;
 	struct table procs;
 	struct table pins;
 	struct table devs;
@@ -245,7 +235,6 @@ struct doctor {
 	size_t nevents;
 	char *events_buf;
 	struct policy policy;
-	uint64_t ram;
 	struct finding *f;
 	size_t nf;
 };
@@ -445,20 +434,23 @@ static int finding_cmp(const void *a, const void *b)
 static void check_global(struct doctor *d)
 {
 	const struct rule *g = &d->policy.global;
-	uint64_t max = rule_max_pinned(g), pinned = d->stats.pinned_bytes;
-	bool warn = g->val[K_ACTION], over = pinned > max;
+	uint64_t ram = d->stats.ram_bytes, pinned = d->stats.pinned_bytes, max;
+	bool warn = g->val[K_ACTION], over;
 	const char *mode = warn ? "warn" : "enforce";
 	struct finding *f;
 
+	if (!rule_max_pinned(g, ram, &max))
+		return;		/* N% of a RAM the snapshot does not tell */
+	over = pinned > max;
 	if (max == UNLIMITED) {
-		if (!pct_at_least(pinned, d->ram, RAM_PCT))
+		if (!pct_at_least(pinned, ram, RAM_PCT))
 			return;
 		f = finding_new(d, SEV_HIGH, FK_GLOBAL_LIMIT, pinned);
 		ev_add(f, "pinned_bytes", EV_BYTES, pinned);
-		ev_add(f, "ram_bytes", EV_BYTES, d->ram);
-		ev_pct(f, "ram_percent", pct_exact(pinned, d->ram));
+		ev_add(f, "ram_bytes", EV_BYTES, ram);
+		ev_pct(f, "ram_percent", pct_exact(pinned, ram));
 		f->message = strfmt("pinned memory is %llu%% of RAM (%s), with no global limit",
-				    (unsigned long long)pct_floor(pinned, d->ram),
+				    (unsigned long long)pct_floor(pinned, ram),
 				    bytes_str(pinned));
 		f->advice = "set one: mrpinctl limit set global max_pinned=50%";
 		return;
@@ -473,10 +465,10 @@ static void check_global(struct doctor *d)
 	ev_pct(f, "limit_percent", pct_exact(pinned, max));
 	ev_str(f, "action", mode);
 	if (g->is_pct) {
-		ev_add(f, "ram_bytes", EV_BYTES, d->ram);
-		ev_pct(f, "ram_percent", pct_exact(pinned, d->ram));
+		ev_add(f, "ram_bytes", EV_BYTES, ram);
+		ev_pct(f, "ram_percent", pct_exact(pinned, ram));
 		f->message = strfmt("pinned memory is %llu%% of RAM (global limit %u%% in %s mode)",
-				    (unsigned long long)pct_floor(pinned, d->ram),
+				    (unsigned long long)pct_floor(pinned, ram),
 				    g->pct, mode);
 	} else {
 		f->message = strfmt("pinned memory is %s, %llu%% of the global limit of %s (%s mode)",
@@ -1541,9 +1533,7 @@ static int doctor_load(struct doctor *d)
 {
 	int ret;
 
-	memset(&d->stats, 0, sizeof(d->stats));
-	ret = kv_load("stats", stats_fields, ARRAY_SIZE(stats_fields),
-		      &d->stats);
+	ret = load_stats(&d->stats);
 	if (!ret)
 		ret = tbl_load(&d->procs, "procs", proc_fields,
 			       ARRAY_SIZE(proc_fields), sizeof(struct dr_proc));
@@ -1562,7 +1552,6 @@ static int doctor_load(struct doctor *d)
 		ret = policy_load(&d->policy);
 	if (!ret)
 		ret = events_load(&d->events, &d->nevents, &d->events_buf);
-	d->ram = ram_bytes();
 	return ret;
 }
 

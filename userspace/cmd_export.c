@@ -106,6 +106,11 @@ static void export_stats(FILE *f, const struct export *x)
 		       *(const uint64_t *)((const char *)&x->stats + m[i].off),
 		       NULL);
 	}
+	if (x->stats.ram_bytes) {
+		family(f, "ram_bytes", "gauge",
+		       "The machine's RAM, that N% limits are shares of.");
+		sample(f, "ram_bytes", x->stats.ram_bytes, NULL);
+	}
 }
 
 static void export_devs(FILE *f, struct table *t)
@@ -207,8 +212,8 @@ static void export_procs(FILE *f, struct table *t)
 }
 
 /* One limit of every rule that has it (unlimited: no sample). */
-static void export_limit(FILE *f, const struct policy *p, int k,
-			 const char *name, const char *help)
+static void export_limit(FILE *f, const struct policy *p, uint64_t ram,
+			 int k, const char *name, const char *help)
 {
 	const struct rule *r;
 	char uid[24];
@@ -218,7 +223,9 @@ static void export_limit(FILE *f, const struct policy *p, int k,
 	family(f, name, "gauge", help);
 	for (i = 0; i < p->nrules + 2; i++) {
 		r = i == 0 ? &p->global : i == 1 ? &p->process : &p->rules[i - 2];
-		v = k == K_MAX_PINNED ? rule_max_pinned(r) : r->val[k];
+		v = r->val[k];
+		if (k == K_MAX_PINNED && !rule_max_pinned(r, ram, &v))
+			continue;	/* N% of an unknown RAM */
 		if (v == UNLIMITED)
 			continue;
 		snprintf(uid, sizeof(uid), "%u", r->uid);
@@ -234,6 +241,8 @@ static void export_limit(FILE *f, const struct policy *p, int k,
 
 static void export_all(FILE *f, struct export *x)
 {
+	uint64_t ram = x->stats.ram_bytes;
+
 	export_stats(f, x);
 	export_devs(f, &x->devs);
 	export_users(f, &x->users);
@@ -242,11 +251,12 @@ static void export_all(FILE *f, struct export *x)
 		export_procs(f, &x->procs);
 	if (!x->policy.known)
 		return;
-	export_limit(f, &x->policy, K_MAX_PINNED, "limit_max_pinned_bytes",
+	export_limit(f, &x->policy, ram, K_MAX_PINNED, "limit_max_pinned_bytes",
 		     "The max_pinned limit of each rule that has one.");
-	export_limit(f, &x->policy, K_MAX_PINS, "limit_max_pins",
+	export_limit(f, &x->policy, ram, K_MAX_PINS, "limit_max_pins",
 		     "The max_pins limit of each rule that has one.");
-	export_limit(f, &x->policy, K_MAX_PIN_SIZE, "limit_max_pin_size_bytes",
+	export_limit(f, &x->policy, ram, K_MAX_PIN_SIZE,
+		     "limit_max_pin_size_bytes",
 		     "The max_pin_size limit of each rule that has one.");
 }
 

@@ -28,20 +28,21 @@ static const struct column limit_cols[] = {
 	{ .key = "extra", .title = "EXTRA", .flags = COL_LEFT },
 };
 
-static void print_rule(const struct rule *r)
+static void print_rule(const struct rule *r, uint64_t ram)
 {
 	int k;
 
 	out_item_begin();
 	print_rule_scope("rule", r);
 	for (k = 0; k < NR_KEYS; k++)
-		print_rule_key(r, k);
+		print_rule_key(r, k, ram);
 	print_rule_extra("extra", r);
 	out_item_end();
 }
 
 static int limit_show(int argc, char **argv)
 {
+	struct stats s = { 0 };
 	struct policy p;
 	size_t i;
 	int ret;
@@ -49,6 +50,9 @@ static int limit_show(int argc, char **argv)
 	ret = options_only("limit show", 0);
 	if (!ret)
 		ret = kwargs_parse("limit show", NULL, 0, argc, argv);
+	/* JSON gives N% of RAM in bytes too: the RAM is in stats. */
+	if (!ret && opts.json)
+		ret = load_stats(&s);
 	if (!ret)
 		ret = policy_load(&p);
 	if (ret)
@@ -57,10 +61,10 @@ static int limit_show(int argc, char **argv)
 	out_caption("reset");
 	out_list_begin(NULL, limit_cols, ARRAY_SIZE(limit_cols));
 	out_list_plain();
-	print_rule(&p.global);
-	print_rule(&p.process);
+	print_rule(&p.global, s.ram_bytes);
+	print_rule(&p.process, s.ram_bytes);
 	for (i = 0; i < p.nrules; i++)
-		print_rule(&p.rules[i]);
+		print_rule(&p.rules[i], s.ram_bytes);
 	out_list_end();
 	policy_free(&p);
 	return EXIT_OK;

@@ -34,7 +34,6 @@ struct status {
 	struct table devs;
 	struct table procs;
 	struct policy policy;
-	uint64_t ram;
 };
 
 static double percent(uint64_t part, uint64_t whole)
@@ -46,12 +45,17 @@ static double percent(uint64_t part, uint64_t whole)
 static void print_global_limit(const struct status *s)
 {
 	const struct rule *g = &s->policy.global;
-	uint64_t max = rule_max_pinned(g);
 	char bytes[32], text[96];
+	uint64_t max;
+	bool known;
 
 	if (!s->policy.known)
 		return;
-	if (max == UNLIMITED)
+	known = rule_max_pinned(g, s->stats.ram_bytes, &max);
+	if (!known)
+		snprintf(text, sizeof(text), "%u%% of RAM (not known), %s",
+			 g->pct, g->val[K_ACTION] ? "warn" : "enforce");
+	else if (max == UNLIMITED)
 		snprintf(text, sizeof(text), "unlimited");
 	else if (g->is_pct)
 		snprintf(text, sizeof(text), "%s (%u%% of RAM), %s",
@@ -61,11 +65,14 @@ static void print_global_limit(const struct status *s)
 		snprintf(text, sizeof(text), "%s, %s",
 			 fmt_bytes(bytes, sizeof(bytes), max),
 			 g->val[K_ACTION] ? "warn" : "enforce");
-	print_num_text("global_max_pinned", max, text);
+	if (known)
+		print_num_text("global_max_pinned", max, text);
+	else
+		print_str("global_max_pinned", text);
 	print_count_limit("global_max_pinned_percent",
 			  g->is_pct ? g->pct : UNLIMITED);
 	print_str("global_action", g->val[K_ACTION] ? "warn" : "enforce");
-	if (max != UNLIMITED)
+	if (known && max != UNLIMITED)
 		print_percent("global_limit_percent",
 			      percent(s->stats.pinned_bytes, max));
 }
@@ -77,8 +84,11 @@ static void print_status(struct status *s)
 	out_obj_begin(NULL, status_fields, ARRAY_SIZE(status_fields));
 	print_str("version", s->version);
 	print_bytes("pinned_bytes", s->stats.pinned_bytes);
-	print_bytes("ram_bytes", s->ram);
-	print_percent("ram_percent", percent(s->stats.pinned_bytes, s->ram));
+	if (s->stats.ram_bytes) {
+		print_bytes("ram_bytes", s->stats.ram_bytes);
+		print_percent("ram_percent", percent(s->stats.pinned_bytes,
+						     s->stats.ram_bytes));
+	}
 	print_global_limit(s);
 	print_u64("pins", s->stats.pins);
 	print_bytes("peak_pinned_bytes", s->stats.peak_pinned_bytes);
@@ -112,7 +122,6 @@ static int status_load(struct status *s)
 	/* The policy is for root only, and older modules have none. */
 	if (!ret && !access(limits, R_OK))
 		ret = policy_load(&s->policy);
-	s->ram = ram_bytes();
 	free(limits);
 	return ret;
 }

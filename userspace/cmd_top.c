@@ -30,7 +30,6 @@ static const struct column top_fields[] = {
 
 struct top {
 	enum proc_sort sort;
-	uint64_t ram;
 };
 
 static uint64_t now_ns(void)
@@ -58,8 +57,8 @@ static int top_print(struct top *tp)
 	out_obj_inline();
 	print_time_ns("time_ns", now_ns());
 	print_bytes("pinned_bytes", s.pinned_bytes);
-	print_percent("ram_percent", tp->ram ? 100.0 * (double)s.pinned_bytes /
-						 (double)tp->ram : NAN);
+	print_percent("ram_percent", s.ram_bytes ? 100.0 *
+		      (double)s.pinned_bytes / (double)s.ram_bytes : NAN);
 	print_u64("pins", s.pins);
 	print_bytes("peak_pinned_bytes", s.peak_pinned_bytes);
 	print_u64("denials_total", s.denials_total);
@@ -194,7 +193,7 @@ static int top_curses(struct top *tp)
 
 static int top_run(int argc, char **argv)
 {
-	struct top tp = { SORT_PINNED, ram_bytes() };
+	struct top tp = { SORT_PINNED };
 	int ret;
 
 	ret = options_only("top", OPT_DELAY | OPT_ITERATIONS);

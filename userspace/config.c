@@ -518,12 +518,17 @@ int rule_format(const struct rule *r, char *buf, size_t len)
 	return (int)n;
 }
 
-uint64_t rule_max_pinned(const struct rule *r)
+/*
+ * max_pinned of @r in bytes (UNLIMITED when unlimited), N% being a share of
+ * @ram as the module computes it; false when it is N% of an unknown RAM.
+ */
+bool rule_max_pinned(const struct rule *r, uint64_t ram, uint64_t *max)
 {
-	if (r->is_pct)
-		return ram_bytes() / 100 * r->pct +
-		       ram_bytes() % 100 * r->pct / 100;
-	return r->val[K_MAX_PINNED];
+	*max = r->val[K_MAX_PINNED];
+	if (!r->is_pct)
+		return true;
+	*max = ram / 100 * r->pct + ram % 100 * r->pct / 100;
+	return ram;
 }
 
 /* --- the policy, to check a transaction against --- */

@@ -114,7 +114,7 @@ const char *parse_str_arg(const char *s, void *dst);
 
 const char *user_name(uint32_t uid);
 bool user_lookup(const char *name, uint32_t *uid);
-uint64_t ram_bytes(void);
+uint64_t host_ram_bytes(void);
 unsigned int term_width(void);
 
 /* --- tables.c --- */
@@ -179,6 +179,8 @@ struct stats {
 	uint64_t untracked_releases_total;
 	uint64_t denials_total;
 	uint64_t warnings_total;
+	uint64_t stack_pins_total;
+	uint64_t ram_bytes;	/* the RAM N% limits are shares of; 0: unknown */
 };
 
 struct dev_row {
@@ -325,7 +327,7 @@ void print_user(const char *key, uint64_t uid);
 void print_num_text(const char *key, uint64_t v, const char *text);
 struct rule;
 void print_rule_scope(const char *key, const struct rule *r);
-void print_rule_key(const struct rule *r, int k);
+void print_rule_key(const struct rule *r, int k, uint64_t ram);
 void print_rule_extra(const char *key, const struct rule *r);
 
 /* Lists that more than one command prints. */
@@ -406,7 +408,7 @@ void policy_free(struct policy *p);
 int policy_apply(struct policy *p, const struct rule *r, struct cfg_err *e);
 int policy_parse_text(struct policy *p, const char *src, char *text);
 int policy_load(struct policy *p);
-uint64_t rule_max_pinned(const struct rule *r);
+bool rule_max_pinned(const struct rule *r, uint64_t ram, uint64_t *max);
 int limits_write(const char *text, size_t len, const char *const *origin);
 
 /*

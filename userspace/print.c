@@ -791,12 +791,14 @@ void print_rule_scope(const char *key, const struct rule *r)
 /*
  * Key @k of a rule, when the rule has it: "max_pinned=50%" (the grammar)
  * in text; in JSON the number (bytes; null when unlimited) or the word, and
- * "max_pinned_percent" for N% of RAM.
+ * "max_pinned_percent" for N% of RAM (@ram; when it is unknown, only the
+ * percentage).
  */
-void print_rule_key(const struct rule *r, int k)
+void print_rule_key(const struct rule *r, int k, uint64_t ram)
 {
 	const char *name = keys[k].name;
 	char val[32], text[64];
+	uint64_t max;
 
 	if (!(r->set & (1U << k)))
 		return;
@@ -808,7 +810,8 @@ void print_rule_key(const struct rule *r, int k)
 	}
 	switch (keys[k].type) {
 	case KT_BYTES_PCT:
-		print_num_text(name, rule_max_pinned(r), val);
+		if (rule_max_pinned(r, ram, &max))
+			print_num_text(name, max, val);
 		print_count_limit("max_pinned_percent",
 				  r->is_pct ? r->pct : UNLIMITED);
 		break;

@@ -383,6 +383,8 @@ static const struct tbl_field stats_fields[] = {
 	F(struct stats, untracked_releases_total, TF_U64, false),
 	F(struct stats, denials_total, TF_U64, true),
 	F(struct stats, warnings_total, TF_U64, true),
+	F(struct stats, stack_pins_total, TF_U64, true),
+	F(struct stats, ram_bytes, TF_U64, true),
 };
 
 static const struct tbl_field dev_fields[] = {
@@ -431,10 +433,21 @@ static const struct tbl_field cgroup_fields[] = {
 	F(struct cgroup_row, pinned_bytes, TF_U64, false),
 };
 
+/*
+ * The RAM is the one of the machine whose mrpin is read, so that a snapshot
+ * from another machine is read with that machine's RAM.  Modules from
+ * before that line have none: on the live debugfs the RAM is this
+ * machine's; a snapshot without it has no RAM to tell (0).
+ */
 int load_stats(struct stats *s)
 {
+	int ret;
+
 	memset(s, 0, sizeof(*s));
-	return kv_load("stats", stats_fields, ARRAY_SIZE(stats_fields), s);
+	ret = kv_load("stats", stats_fields, ARRAY_SIZE(stats_fields), s);
+	if (!ret && !s->ram_bytes && opts.debugfs_default)
+		s->ram_bytes = host_ram_bytes();
+	return ret;
 }
 
 int load_devs(struct table *t)

@@ -280,8 +280,12 @@ bool user_lookup(const char *name, uint32_t *uid)
 
 /* --- the machine --- */
 
-/* RAM as the module counts it for N% limits (totalram_pages). */
-uint64_t ram_bytes(void)
+/*
+ * This machine's RAM as the module counts it for N% limits: sysinfo()'s
+ * totalram is totalram_pages().  Only for the live debugfs of a module
+ * whose `stats` has no ram_bytes line (see load_stats()).
+ */
+uint64_t host_ram_bytes(void)
 {
 	struct sysinfo si;
 

@@ -10,17 +10,44 @@
 # give output or one message naming the file and line, and never a crash:
 # run it on the ASan+UBSan build (make check does).  KTAP on stdout.
 #
-#   run.sh MRPINCTL [UNIT [TARGET]]
+#   run.sh MRPINCTL [UNIT [TARGET [FAKE_RAM]]]
 #               UNIT: the unit-test binary (tests/unit.c); TARGET: the live
-#               process whose call site doctor symbolizes (callsite-target.c)
+#               process whose call site doctor symbolizes (callsite-target.c);
+#               FAKE_RAM: fake-sysinfo.so, to run the golden tests again as
+#               on a machine with other RAM
 #   UPDATE=1 run.sh ...         rewrite expected/ from the current output
 #   FUZZ_SEED=N run.sh ...      another generated corpus (default 1)
+#
+# Nothing the output is compared with comes from the machine running the
+# tests: the snapshots carry their own RAM, time zone, locale and width
+# are set here, and user names come from tests/etc, bound over the host's
+# in a mount namespace of the tests' own.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
+if [ -z "${MRPIN_TEST_NS:-}" ]; then
+	export MRPIN_TEST_REAL_UID
+	MRPIN_TEST_REAL_UID=$(id -u)
+	if [ "$MRPIN_TEST_REAL_UID" = 0 ]; then
+		ns=(unshare --mount --propagation private)
+	else
+		ns=(unshare --map-root-user --mount --propagation private)
+	fi
+	MRPIN_TEST_NS=1 exec "${ns[@]}" "$0" "$@"
+	echo "run.sh: cannot make a mount namespace for the tests' user names (${ns[*]})" >&2
+	exit 1
+fi
+for f in passwd group nsswitch.conf; do
+	mount --bind "$here/etc/$f" "/etc/$f" ||
+		{ echo "run.sh: cannot bind tests/etc/$f over /etc/$f" >&2; exit 1; }
+done
+# nscd would answer from the host's database.
+[ ! -d /run/nscd ] || mount -t tmpfs none /run/nscd
+
 bin=$(realpath "$1")
 unit=${2:+$(realpath "$2")}
 target=${3:+$(realpath "$3")}
+fake_ram=${4:+$(realpath "$4")}
 snaps=$here/snapshots
 out=$here/out
 rm -rf "$out"
@@ -95,9 +122,9 @@ golden() {
 		cp "$out/stdout" "$here/expected/$name"
 	fi
 	if clean && [ "$rc" = "${STATUS:-0}" ] && cmp -s "$out/stdout" "$here/expected/$name"; then
-		ok "golden: $name"
+		ok "golden: $name${GOLDEN_AS:+ ($GOLDEN_AS)}"
 	else
-		not_ok "golden: $name"
+		not_ok "golden: $name${GOLDEN_AS:+ ($GOLDEN_AS)}"
 		diag "status $rc; diff expected/$name:"
 		diff "$here/expected/$name" "$out/stdout" | head -20 | sed 's/^/# /' >>"$results"
 	fi
@@ -139,6 +166,52 @@ golden_tests() {
 	STATUS=1 golden doctor mistakes doctor
 	STATUS=1 golden json-doctor mistakes -p doctor
 	golden doctor-clean clean doctor
+}
+
+# --- RAM: N% of RAM is a share of the snapshot's RAM, not the reader's ---
+
+ram_tests() {
+	local host fake
+	scratch basic
+	sed -i 's/^ram_bytes .*/ram_bytes 1000000000/' "$out/snap/stats"
+	run "$out/snap" -j limit
+	check "ram: limit: 50% of the snapshot's ram_bytes" json_is \
+		'd[0]["max_pinned"] == 500000000 and d[0]["max_pinned_percent"] == 50'
+	run "$out/snap" -j status
+	check "ram: status: the snapshot's RAM and global limit" json_is \
+		'd["ram_bytes"] == 1000000000 and d["global_max_pinned"] == 500000000'
+	run "$out/snap" export prometheus
+	check "ram: export: the snapshot's RAM and global limit" eval \
+		'grep -qx "mrpin_ram_bytes 1000000000" "$out/stdout" &&
+		 grep -qx "mrpin_limit_max_pinned_bytes{scope=\"global\"} 500000000" "$out/stdout"'
+	sed -i '/^ram_bytes /d' "$out/snap/stats"
+	run "$out/snap" -j limit
+	check "ram: a snapshot without ram_bytes: limit gives the percentage only" json_is \
+		'"max_pinned" not in d[0] and d[0]["max_pinned_percent"] == 50 and d[3]["max_pinned"] == 32 << 30'
+	run "$out/snap" status
+	check "ram: a snapshot without ram_bytes: status says the RAM is not known" eval \
+		'clean && [ $rc = 0 ] && grep -qx "Global limit: *50% of RAM (not known), enforce" "$out/stdout" &&
+		 ! grep -q "^RAM:" "$out/stdout"'
+	run "$out/snap" export prometheus
+	check "ram: a snapshot without ram_bytes: export has no RAM and no global max_pinned" eval \
+		'clean && [ $rc = 0 ] && ! grep -q "^mrpin_ram_bytes" "$out/stdout" &&
+		 ! grep -q "^mrpin_limit_max_pinned_bytes{scope=\"global\"}" "$out/stdout" &&
+		 grep -q "^mrpin_limit_max_pinned_bytes{scope=\"uid\"" "$out/stdout"'
+	[ -n "$fake_ram" ] || return
+	# The golden output once more, as read on a machine with other RAM.
+	host=$(python3 -c 'import os; print(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))')
+	fake=$((host / 3 + 4096 * 12345))
+	check "ram: the fake RAM is in force" eval \
+		'[ "$(LD_PRELOAD=$fake_ram MRPIN_TEST_RAM=$fake python3 -c "
+import ctypes
+buf = ctypes.create_string_buffer(256)
+ctypes.CDLL(None, use_errno=True).sysinfo(buf)
+print(int.from_bytes(buf.raw[32:40], \"little\"))")" = "$fake" ]'
+	(
+		export LD_PRELOAD=$fake_ram MRPIN_TEST_RAM=$fake
+		export ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0
+		GOLDEN_AS="host RAM $fake" golden_tests
+	)
 }
 
 # --- JSON: valid, exact, for every command ---
@@ -219,7 +292,7 @@ doctor_tests() {
 	check "doctor: nothing found: one line" eval \
 		'[ $rc = 0 ] && [ "$(cat "$out/stdout")" = "no problems found (2 processes, 3 pins, 2 devices)" ]'
 	run "$snaps/old" doctor
-	check "doctor: an old module: exit 1, what is missing named" fails_with 1 "old/stats: no 'stack_pins_total' line"
+	check "doctor: an old module: exit 1, what is missing named" fails_with 1 "old/procs:1: no column 'bytes_4k' in the header"
 	scratch mistakes
 	sed -i '3s/ [0-9,]*$/ 1,2,x/' "$out/snap/procs"
 	run "$out/snap" doctor
@@ -563,6 +636,8 @@ generated_args() {
 # --- the module not there ---
 
 environment_tests() {
+	check "user names: the tests' own (tests/etc), not the host's" eval \
+		'[ "$(getent passwd | cut -d: -f1 | paste -sd " ")" = "root nobody" ]'
 	run "$out/nonexistent/mrpin" status
 	check "not loaded: one sentence that says what to do" eval \
 		'[ $rc = 1 ] && [ "$(cat "$out/stderr")" = "mrpin is not loaded: run '"'"'modprobe mrpin'"'"' (or insmod kmod/mrpin.ko); $out/nonexistent/mrpin was not found" ]'
@@ -570,7 +645,7 @@ environment_tests() {
 	rc=$?
 	check "MRPIN_DEBUGFS is the default directory" eval \
 		'[ $rc = 1 ] && grep -qF "$out/nonexistent was not found" "$out/stderr"'
-	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	if [ "$MRPIN_TEST_REAL_UID" = 0 ] && command -v setpriv >/dev/null; then
 		scratch basic
 		chmod 700 "$out/snap"
 		setpriv --reuid=65534 --regid=65534 --clear-groups "$bin" --debugfs "$out/snap" proc \
@@ -667,6 +742,7 @@ misc_tests() {
 
 unit_tests
 golden_tests
+ram_tests
 json_tests
 doctor_tests
 bad_args_tests
