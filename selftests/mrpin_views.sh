@@ -44,7 +44,7 @@ ktap_check "every_table_starts_with_a_header" test -z "${bad_header:-}"
 # N% limits are shares of this: the machine's RAM, as MemTotal counts it.
 ktap_check "stats_ram_bytes_is_memtotal" test \
 	"$(awk '$1 == "ram_bytes" { print $2 }' "$MRPIN_DIR/stats")" = \
-	"$(awk '$1 == "MemTotal:" { print $2 * 1024 }' /proc/meminfo)"
+	"$(($(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo) * 1024))"
 
 modes=$(stat -c '%n %a' "$MRPIN_DIR"/* | awk '
 	$1 ~ /\/limits$/ { if ($2 != 600) print $1, $2; next }
