@@ -4,32 +4,43 @@
 # a QEMU VM with Soft-RoCE.
 #
 #   make            build kmod/mrpin.ko, userspace/mrpinctl, selftests
-#   make check      run every selftest in the VM (KFLAVOUR=rt: PREEMPT_RT)
+#   make check      run every selftest in the VM (KFLAVOUR=rt: PREEMPT_RT;
+#                   KSERIES=6.12 or 7: another kernel series)
 #   make check-debug  the same on a debug kernel (KASAN, lockdep, kmemleak,
 #                   failslab) built once from linux-source-6.1 and cached
 #   make demo       a real RDMA workload in the VM, and what mrpin sees
 #   make bench      benchmarks in the VM, with mrpin loaded and unloaded
 #   make shell      a root shell in the VM with rxe0 up and mrpin loaded
 #
-# KDIR: the kernel build tree (default: the running kernel's if installed,
-# else the test kernel's headers).  KVER, KFLAVOUR: the test kernel.
+# KDIR: the kernel build tree (default: the test kernel's headers when
+# KSERIES or KVER names it, else the running kernel's if installed, else the
+# test kernel's).  KSERIES (6.1, 6.12, 7), KVER, KFLAVOUR: the test kernel
+# (scripts/setup.sh).  A 7.x module is built inside a Debian 13 root
+# (KBUILD_ROOT, scripts/in-root.sh).
 
 ifneq ($(KERNELRELEASE),)
 include $(src)/Kbuild
 else
 
 # $(shell) does not see exported variables before GNU make 4.4: pass the
-# flavour explicitly.
-SETUP := KFLAVOUR=$(KFLAVOUR) $(CURDIR)/scripts/setup.sh
-export KFLAVOUR
+# series and flavour explicitly.
+SETUP := KSERIES=$(KSERIES) KFLAVOUR=$(KFLAVOUR) $(CURDIR)/scripts/setup.sh
+export KSERIES KFLAVOUR
 ifeq ($(origin KVER),undefined)
 KVER := $(shell $(SETUP) kver)
+test_kernel_named := $(KSERIES)
+else
+test_kernel_named := $(KVER)
 endif
 export KVER
+SETUP := KVER=$(KVER) $(SETUP)
+KBUILD_ROOT := $(shell $(SETUP) paths | sed -n 's/^KBUILD_ROOT=//p')
 
 ifeq ($(origin KDIR),undefined)
 ifeq ($(KFLAVOUR),debug)
 KDIR := $(shell $(SETUP) paths | sed -n 's/^KDIR=//p')
+else ifneq ($(test_kernel_named)$(KBUILD_ROOT),)
+KDIR := /lib/modules/$(KVER)/build
 else ifneq ($(wildcard /lib/modules/$(shell uname -r)/build),)
 KDIR := /lib/modules/$(shell uname -r)/build
 else
@@ -37,6 +48,7 @@ KDIR := /lib/modules/$(KVER)/build
 endif
 endif
 export KDIR
+IN_ROOT := $(if $(KBUILD_ROOT),$(CURDIR)/scripts/in-root.sh $(KBUILD_ROOT))
 
 VM := $(CURDIR)/scripts/vm-run.sh
 
@@ -49,7 +61,7 @@ setup:
 	@$(SETUP) build
 
 module: setup
-	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 modules
+	$(IN_ROOT) $(MAKE) -C $(KDIR) M=$(CURDIR) W=1 modules
 
 userspace: setup
 	$(MAKE) -C userspace
@@ -80,7 +92,7 @@ checkpatch: setup
 	@$(CURDIR)/scripts/checkpatch.sh
 
 clean:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || true
+	$(IN_ROOT) $(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || true
 	$(MAKE) -C userspace clean
 	$(MAKE) -C selftests clean KSFT_DIR=$$($(SETUP) paths | sed -n 's/^KSFT_DIR=//p')
 	rm -rf build

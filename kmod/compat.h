@@ -3,7 +3,10 @@
  * Kernel-version and architecture shims.  Everything mrpin needs that
  * changed name or shape across kernel releases sits here, each shim naming
  * the change it papers over, and so does what depends on the system call
- * ABI.  mrpin is built and tested on 6.1, x86-64.
+ * ABI.  mrpin is built and tested on 6.1, 6.12 and 7.x (Debian's 6.1,
+ * 6.12 and 7.3), x86-64.  Where a change can be told by what the headers
+ * define, the shim tests that, not the version number, so that a
+ * distribution kernel with the change backported is served too.
  */
 #ifndef _MRPIN_COMPAT_H
 #define _MRPIN_COMPAT_H
@@ -12,6 +15,9 @@
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
 #include <linux/uaccess.h>
+#include <linux/version.h>
+#include <rdma/ib_umem.h>
+#include <rdma/uverbs_ioctl.h>
 #include <asm/ibt.h>
 #include <asm/msr.h>
 #include <asm/syscall.h>
@@ -43,6 +49,72 @@ static __always_inline bool mrpin_ftrace_ip_is(unsigned long ip,
 {
 	return ip == func || ip == func + ENDBR_INSN_SIZE;
 }
+
+/*
+ * The VA pin: where ib_core pins user memory by address, the call mrpin
+ * redirects to charge a pin before it is made.
+ *
+ * 6.1 and 6.12: drivers call the exported ib_umem_get(device, addr, size,
+ * access).
+ *
+ * 7.x: ib_core's umem buffer descriptors (struct ib_uverbs_buffer_desc,
+ * IB_UVERBS_BUFFER_DESC_FLAGS_KNOWN_MASK; in Debian's 7.2 and 7.3) removed
+ * ib_umem_get().  Drivers call ib_umem_get_va() (inline),
+ * ib_umem_get_attr(_or_va)(), ib_umem_get_desc() or
+ * ib_umem_get_cq_buf(_or_va)(), and every VA pin ends in the static
+ * __ib_umem_get_va(device, addr, size, access): ib_umem_get()'s arguments.
+ * ib_umem_get_desc() reaches it, and so does ib_umem_get_cq_buf_or_va()
+ * without ib_umem_get_desc() (the compiler inlines the descriptor path
+ * there).  hook.c redirects both: ib_umem_get_desc() by address and
+ * __ib_umem_get_va(), which has no export, by name; a kernel that inlines
+ * or renames it has none to redirect, and mrpin refuses to load rather
+ * than track some pins only.  The wrappers pin with ib_umem_get_desc() and
+ * a VA descriptor, never by calling the static function through a pointer:
+ * under IBT an indirect call must land on an ENDBR, which a static
+ * function need not have.
+ */
+#ifdef IB_UVERBS_BUFFER_DESC_FLAGS_KNOWN_MASK
+#define MRPIN_UMEM_DESC 1
+#define MRPIN_UMEM_GET_VA_NAME "__ib_umem_get_va"
+
+static inline struct ib_umem *mrpin_umem_pin_va(struct ib_device *device,
+						unsigned long addr,
+						size_t size, int access)
+{
+	const struct ib_uverbs_buffer_desc desc = {
+		.type = IB_UVERBS_BUFFER_TYPE_VA,
+		.addr = addr,
+		.length = size,
+	};
+
+	return ib_umem_get_desc(device, &desc, access);
+}
+#else
+static inline struct ib_umem *mrpin_umem_pin_va(struct ib_device *device,
+						unsigned long addr,
+						size_t size, int access)
+{
+	return ib_umem_get(device, addr, size, access);
+}
+#endif
+
+/*
+ * v6.10 ("tracing/treewide: Remove second parameter of __assign_str()")
+ * takes the source from the __string() declaration: one argument.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+#define mrpin_assign_str(dst, src) __assign_str(dst)
+#else
+#define mrpin_assign_str(dst, src) __assign_str(dst, src)
+#endif
+
+/*
+ * v6.18 ("mm: remove nth_page()") dropped nth_page(): the pages of a
+ * scatterlist entry are contiguous in the memmap, page + n.
+ */
+#ifndef nth_page
+#define nth_page(page, n) ((page) + (n))
+#endif
 
 /*
  * Whether the task releasing a pin does so as part of the kernel's cleanup
@@ -116,7 +188,12 @@ static inline unsigned long mrpin_user_thread_pointer(void)
 #ifdef CONFIG_X86_64
 	unsigned long base;
 
+	/* v6.16 ("x86/msr: Rename 'rdmsrl()' to 'rdmsrq()'"). */
+#ifdef rdmsrq
+	rdmsrq(MSR_FS_BASE, base);
+#else
 	rdmsrl(MSR_FS_BASE, base);
+#endif
 	return base;
 #else
 	return 0;

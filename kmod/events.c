@@ -279,7 +279,6 @@ const struct file_operations mrpin_events_fops = {
 	.read = mrpin_events_read,
 	.poll = mrpin_events_poll,
 	.release = mrpin_events_release,
-	.llseek = no_llseek,
 };
 
 /**

@@ -1,34 +1,42 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Redirection of ib_core's umem functions to mrpin's wrappers, with ftrace.
+ * Redirection of ib_core's umem functions to mrpin's wrappers, with ftrace,
+ * and the wrappers themselves: they call pin.c around the real functions.
+ *
+ * The functions (compat.h says why these): the VA pin, ib_umem_get() on
+ * 6.1 and 6.12, ib_umem_get_desc() and __ib_umem_get_va() on 7.x; and
+ * ib_umem_release().
  *
  * One ftrace_ops with FTRACE_OPS_FL_IPMODIFY (the livepatch technique)
- * covers both functions: at a function's entry, the thunk below changes
- * the instruction pointer the ftrace trampoline returns to, so the call
- * lands in mrpin's wrapper with the caller's arguments and return address
+ * covers them all: at a function's entry, the thunk below changes the
+ * instruction pointer the ftrace trampoline returns to, so the call lands
+ * in mrpin's wrapper with the caller's arguments and return address
  * intact.  The wrapper calls the real function; that call comes from inside
- * this module, which the thunk recognises and lets through.
+ * this module, which the thunk recognises and lets through.  On 7.x the
+ * real ib_umem_get_desc() goes on into __ib_umem_get_va(), by a call or a
+ * tail jump as the compiler chose: a call of __ib_umem_get_va() from
+ * ib_umem_get_desc() is let through too, as that pin is already in a
+ * wrapper.  So every VA pin passes one wrapper exactly once.
  *
  * The rule of load and unload: every pin mrpin records has its release
  * seen, or the record would outlive the umem, whose address then comes
- * back.  ftrace patches the two entry points one after the other, in
- * address order, ib_umem_get() first, and a wrapper may still be inside
- * the real ib_umem_get() long after its entry was patched back.  So each
- * wrapper has its own count of the calls in it, a percpu_ref the thunk
- * takes (with preemption off, before the trampoline returns) and the
- * wrapper drops last (mrpin_hook_leave_get(), mrpin_hook_leave_release()):
+ * back.  ftrace patches the entry points one after the other, in address
+ * order, and a wrapper may still be inside the real pin long after its
+ * entry was patched back.  So the wrappers have a count of the calls in
+ * them, a percpu_ref the thunk takes (with preemption off, before the
+ * trampoline returns) and the wrapper drops last:
  *
- * - mrpin_hook_pinners, for mrpin_umem_get(), starts dead: the thunk lets
- *   ib_umem_get() through until register_ftrace_function() has returned
- *   and both entry points are redirected on every CPU.  A pin made before
- *   then is not recorded, and its release counts as untracked, like the
- *   release of a pin made before mrpin was loaded.
+ * - mrpin_hook_pinners, for the pin wrappers, starts dead: the thunk lets
+ *   the pin functions through until register_ftrace_function() has
+ *   returned and every entry point is redirected on every CPU.  A pin made
+ *   before then is not recorded, and its release counts as untracked, like
+ *   the release of a pin made before mrpin was loaded.
  * - mrpin_hook_releasers, for mrpin_umem_release(), is live from the start.
  *
  * mrpin_hook_exit():
- *   1. kills mrpin_hook_pinners and waits for it to drain: no call of
- *      ib_umem_get() is redirected any more, and every pin recorded is
- *      published while releases are still seen;
+ *   1. kills mrpin_hook_pinners and waits for it to drain: no pin is
+ *      redirected any more, and every pin recorded is published while
+ *      releases are still seen;
  *   2. unregisters the ftrace_ops; ftrace waits for tasks still in the
  *      trampoline or the thunk (RCU tasks);
  *   3. kills mrpin_hook_releasers and waits for it to drain;
@@ -41,13 +49,20 @@
  * One ftrace_ops rather than one per function keeps the load to one text
  * update, and the window of unrecorded pins to that update.
  *
+ * The caller of a pin, shown in `pins`, is the kernel function that asked
+ * for it: the driver's (rxe_mr_init_user, mlx5's create_cq_user...).  On
+ * 7.x the wrappers are entered from ib_core's own pin helpers, so the
+ * caller is the first return address on the stack beyond them.
+ *
  * Everything architecture- or version-specific about the redirection is
  * here or in compat.h.
  */
 #include <linux/completion.h>
 #include <linux/ftrace.h>
+#include <linux/kallsyms.h>
 #include <linux/module.h>
 #include <linux/percpu-refcount.h>
+#include <linux/stacktrace.h>
 #include <rdma/ib_umem.h>
 
 #include "compat.h"
@@ -65,29 +80,83 @@ static DECLARE_COMPLETION(mrpin_hook_releasers_drained);
 
 /**
  * struct mrpin_hook - one redirected function
- * @name:	the function's name, for messages
- * @target:	the function
+ * @name:	the function's name, for messages and to find it by
+ * @target:	the function; 0: found by @name, and matched by any traced
+ *		address the hooks before it do not match (so it comes last)
  * @wrapper:	where its callers are sent; same prototype as @target
  * @users:	the calls in @wrapper
+ * @via:	its calls from this function are already in a wrapper
  */
 struct mrpin_hook {
 	const char *name;
 	unsigned long target;
 	unsigned long wrapper;
 	struct percpu_ref *users;
+	struct mrpin_text *via;
 };
 
-#define MRPIN_HOOK(_target, _wrapper, _users) {				\
+/* A function's text, [start, start + size). */
+struct mrpin_text {
+	unsigned long start;
+	unsigned long size;
+};
+
+static struct ib_umem *mrpin_umem_get_va(struct ib_device *ibdev,
+					 unsigned long addr, size_t size,
+					 int access);
+static void mrpin_umem_release(struct ib_umem *umem);
+
+#define MRPIN_HOOK(_target, _wrapper, _users, _via) {			\
 	.name = #_target,						\
 	.target = (unsigned long)(_target),				\
 	.wrapper = (unsigned long)(_wrapper),				\
 	.users = (_users),						\
+	.via = (_via),							\
 }
 
-static const struct mrpin_hook mrpin_hooks[] = {
-	MRPIN_HOOK(ib_umem_get, mrpin_umem_get, &mrpin_hook_pinners),
-	MRPIN_HOOK(ib_umem_release, mrpin_umem_release, &mrpin_hook_releasers),
+#ifdef MRPIN_UMEM_DESC
+static struct ib_umem *
+mrpin_umem_get_desc(struct ib_device *ibdev,
+		    const struct ib_uverbs_buffer_desc *desc, int access);
+
+/*
+ * ib_core's exported pin helpers: a return address in one of them is not
+ * the caller of a pin but ib_core working for it.
+ */
+static struct mrpin_text mrpin_pin_helpers[] = {
+	{ (unsigned long)ib_umem_get_desc },
+	{ (unsigned long)ib_umem_get_attr },
+	{ (unsigned long)ib_umem_get_attr_or_va },
+	{ (unsigned long)ib_umem_get_cq_buf },
+	{ (unsigned long)ib_umem_get_cq_buf_or_va },
 };
+
+static const struct mrpin_hook mrpin_hooks[] = {
+	MRPIN_HOOK(ib_umem_release, mrpin_umem_release, &mrpin_hook_releasers,
+		   NULL),
+	MRPIN_HOOK(ib_umem_get_desc, mrpin_umem_get_desc, &mrpin_hook_pinners,
+		   NULL),
+	{
+		.name = MRPIN_UMEM_GET_VA_NAME,
+		.wrapper = (unsigned long)mrpin_umem_get_va,
+		.users = &mrpin_hook_pinners,
+		.via = &mrpin_pin_helpers[0],
+	},
+};
+#else
+static struct mrpin_text mrpin_pin_helpers[0];
+
+static const struct mrpin_hook mrpin_hooks[] = {
+	MRPIN_HOOK(ib_umem_release, mrpin_umem_release, &mrpin_hook_releasers,
+		   NULL),
+	MRPIN_HOOK(ib_umem_get, mrpin_umem_get_va, &mrpin_hook_pinners, NULL),
+};
+#endif
+
+static bool mrpin_text_has(const struct mrpin_text *text, unsigned long ip)
+{
+	return ip - text->start < text->size;
+}
 
 static void notrace mrpin_hook_thunk(unsigned long ip, unsigned long parent_ip,
 				     struct ftrace_ops *ops,
@@ -100,8 +169,10 @@ static void notrace mrpin_hook_thunk(unsigned long ip, unsigned long parent_ip,
 		return;
 	for (hook = mrpin_hooks; hook < mrpin_hooks + ARRAY_SIZE(mrpin_hooks);
 	     hook++) {
-		if (!mrpin_ftrace_ip_is(ip, hook->target))
+		if (hook->target && !mrpin_ftrace_ip_is(ip, hook->target))
 			continue;
+		if (hook->via && mrpin_text_has(hook->via, parent_ip))
+			return;
 		/* Loading or unloading: let the call through untouched. */
 		if (percpu_ref_tryget_live(hook->users))
 			mrpin_ftrace_set_ip(fregs, hook->wrapper);
@@ -115,23 +186,108 @@ static struct ftrace_ops mrpin_hook_ops = {
 		 FTRACE_OPS_FL_RECURSION,
 };
 
-/**
- * mrpin_hook_leave_get() - the last call of mrpin_umem_get()
- *
- * Context: any context.
+/*
+ * The kernel function that asked for the pin, from a wrapper's return
+ * address: beyond ib_core's pin helpers, walking the stack when the wrapper
+ * was entered from one of them (7.x).
  */
-void mrpin_hook_leave_get(void)
+static unsigned long mrpin_umem_caller(unsigned long ret)
 {
-	percpu_ref_put(&mrpin_hook_pinners);
+	unsigned long entries[8];
+	unsigned int n, i, h;
+
+	for (h = 0; h < ARRAY_SIZE(mrpin_pin_helpers); h++)
+		if (mrpin_text_has(&mrpin_pin_helpers[h], ret))
+			break;
+	if (h == ARRAY_SIZE(mrpin_pin_helpers))
+		return ret;
+	n = stack_trace_save(entries, ARRAY_SIZE(entries), 0);
+	for (i = 0; i < n; i++) {
+		if (within_module(entries[i], THIS_MODULE))
+			continue;
+		for (h = 0; h < ARRAY_SIZE(mrpin_pin_helpers); h++)
+			if (mrpin_text_has(&mrpin_pin_helpers[h], entries[i]))
+				break;
+		if (h == ARRAY_SIZE(mrpin_pin_helpers))
+			return entries[i];
+	}
+	return ret;
 }
 
-/**
- * mrpin_hook_leave_release() - the last call of mrpin_umem_release()
- *
- * Context: any context.
- */
-void mrpin_hook_leave_release(void)
+/* A VA pin, tracked: ib_umem_get()'s arguments. */
+static struct ib_umem *mrpin_umem_get_va(struct ib_device *ibdev,
+					 unsigned long addr, size_t size,
+					 int access)
 {
+	unsigned long ret = (unsigned long)__builtin_return_address(0);
+	struct mrpin_pin *pin;
+	struct ib_umem *umem;
+
+	pin = mrpin_pin_prepare(ibdev, addr, size, mrpin_umem_caller(ret));
+	if (IS_ERR(pin)) {
+		umem = ERR_CAST(pin);
+		goto out;
+	}
+	umem = mrpin_umem_pin_va(ibdev, addr, size, access);
+	if (pin) {
+		if (IS_ERR(umem))
+			mrpin_pin_abort(pin);
+		else
+			mrpin_pin_commit(pin, umem);
+	}
+out:
+	percpu_ref_put(&mrpin_hook_pinners);
+	return umem;
+}
+
+#ifdef MRPIN_UMEM_DESC
+/*
+ * ib_umem_get_desc(), tracked when it pins by address; a dma-buf
+ * descriptor pins no host memory and goes through untouched (its release
+ * counts as untracked).  Anything ib_umem_get_desc() would refuse before
+ * pinning is refused by it, not by a limit.
+ */
+static struct ib_umem *
+mrpin_umem_get_desc(struct ib_device *ibdev,
+		    const struct ib_uverbs_buffer_desc *desc, int access)
+{
+	unsigned long ret = (unsigned long)__builtin_return_address(0);
+	struct mrpin_pin *pin = NULL;
+	struct ib_umem *umem;
+
+	if (desc->type == IB_UVERBS_BUFFER_TYPE_VA &&
+	    !(desc->flags & ~IB_UVERBS_BUFFER_DESC_FLAGS_KNOWN_MASK) &&
+	    !overflows_type(desc->addr, unsigned long) &&
+	    !overflows_type(desc->length, size_t))
+		pin = mrpin_pin_prepare(ibdev, desc->addr, desc->length,
+					mrpin_umem_caller(ret));
+	if (IS_ERR(pin)) {
+		umem = ERR_CAST(pin);
+		goto out;
+	}
+	umem = ib_umem_get_desc(ibdev, desc, access);
+	if (pin) {
+		if (IS_ERR(umem))
+			mrpin_pin_abort(pin);
+		else
+			mrpin_pin_commit(pin, umem);
+	}
+out:
+	percpu_ref_put(&mrpin_hook_pinners);
+	return umem;
+}
+#endif
+
+/* ib_umem_release(), tracked. */
+static void mrpin_umem_release(struct ib_umem *umem)
+{
+	struct mrpin_pin *pin;
+	bool cleanup;
+
+	pin = mrpin_pin_unpublish(umem, &cleanup);
+	ib_umem_release(umem);
+	if (pin)
+		mrpin_pin_released(pin, cleanup);
 	percpu_ref_put(&mrpin_hook_releasers);
 }
 
@@ -152,8 +308,47 @@ static void mrpin_hook_drain(struct percpu_ref *ref, struct completion *done)
 	wait_for_completion(done);
 }
 
+/*
+ * The size of the function at @start, from kallsyms ("name+0x0/0x3a0
+ * [module]"), or 0.
+ */
+static unsigned long mrpin_text_size(unsigned long start)
+{
+	char sym[KSYM_SYMBOL_LEN], *size, *end;
+	unsigned long n;
+
+	sprint_symbol(sym, start);
+	size = strchr(sym, '/');
+	if (!size)
+		return 0;
+	end = strchrnul(size, ' ');
+	*end = '\0';
+	return kstrtoul(size + 1, 0, &n) ? 0 : n;
+}
+
+/* Trace @hook's function: by address, or by name when it has no export. */
+static int mrpin_hook_filter(const struct mrpin_hook *hook)
+{
+	char name[KSYM_NAME_LEN];
+	int ret;
+
+	if (hook->target) {
+		ret = ftrace_set_filter_ip(&mrpin_hook_ops, hook->target, 0, 0);
+		if (ret)
+			pr_err("mrpin: cannot trace %s: %d\n", hook->name, ret);
+		return ret;
+	}
+	strscpy(name, hook->name, sizeof(name));
+	ret = ftrace_set_filter(&mrpin_hook_ops, name, strlen(name), 0);
+	if (ret)
+		pr_err("mrpin: ib_core has no %s to trace (inlined or renamed?): mrpin would miss pins, so it does not load\n",
+		       hook->name);
+	return ret;
+}
+
 /**
- * mrpin_hook_init() - start redirecting ib_umem_get() and ib_umem_release()
+ * mrpin_hook_init() - start redirecting the pin functions and
+ * ib_umem_release()
  *
  * Context: process context; the rest of mrpin must be ready for calls.
  * Return: 0 or a negative errno (nothing is redirected then).
@@ -161,7 +356,18 @@ static void mrpin_hook_drain(struct percpu_ref *ref, struct completion *done)
 int mrpin_hook_init(void)
 {
 	const struct mrpin_hook *hook;
+	unsigned int i;
 	int ret;
+
+	for (i = 0; i < ARRAY_SIZE(mrpin_pin_helpers); i++) {
+		mrpin_pin_helpers[i].size =
+			mrpin_text_size(mrpin_pin_helpers[i].start);
+		if (!mrpin_pin_helpers[i].size) {
+			pr_err("mrpin: no size for ib_core's %ps\n",
+			       (void *)mrpin_pin_helpers[i].start);
+			return -ENOENT;
+		}
+	}
 
 	ret = percpu_ref_init(&mrpin_hook_pinners, mrpin_hook_pinners_gone,
 			      PERCPU_REF_INIT_DEAD, GFP_KERNEL);
@@ -173,19 +379,16 @@ int mrpin_hook_init(void)
 		goto err_pinners;
 	for (hook = mrpin_hooks; hook < mrpin_hooks + ARRAY_SIZE(mrpin_hooks);
 	     hook++) {
-		ret = ftrace_set_filter_ip(&mrpin_hook_ops, hook->target, 0, 0);
-		if (ret) {
-			pr_err("mrpin: cannot trace %s: %d\n", hook->name, ret);
+		ret = mrpin_hook_filter(hook);
+		if (ret)
 			goto err_filter;
-		}
 	}
 	ret = register_ftrace_function(&mrpin_hook_ops);
 	if (ret) {
-		pr_err("mrpin: cannot redirect ib_umem_get and ib_umem_release: %d\n",
-		       ret);
+		pr_err("mrpin: cannot redirect the umem functions: %d\n", ret);
 		goto err_filter;
 	}
-	/* Both entry points now reach the thunk on every CPU. */
+	/* Every entry point now reaches the thunk on every CPU. */
 	percpu_ref_reinit(&mrpin_hook_pinners);
 	return 0;
 

@@ -4,12 +4,14 @@
  *
  * The pin path, top-down:
  *
- *   ib_umem_get() --ftrace--> hook.c --> pin.c: mrpin_pin_prepare()
- *                                               (owner, device, charge)
- *                                         real ib_umem_get()
- *                                         pin.c: mrpin_pin_commit() or
- *                                                mrpin_pin_abort()
- *   ib_umem_release() --ftrace--> hook.c --> pin.c: mrpin_pin_release()
+ *   the VA pin --ftrace--> hook.c --> pin.c: mrpin_pin_prepare()
+ *   (ib_umem_get(),                         (owner, device, charge)
+ *    __ib_umem_get_va())              the real pin
+ *                                     pin.c: mrpin_pin_commit() or
+ *                                            mrpin_pin_abort()
+ *   ib_umem_release() --ftrace--> hook.c --> pin.c: mrpin_pin_unpublish()
+ *                                      the real release
+ *                                      pin.c: mrpin_pin_released()
  *
  * account.c owns the process records and the global counters, device.c the
  * per-device records, debugfs.c only reads them.  Every record is freed
@@ -415,9 +417,8 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 				    unsigned long caller);
 void mrpin_pin_commit(struct mrpin_pin *pin, struct ib_umem *umem);
 void mrpin_pin_abort(struct mrpin_pin *pin);
-struct ib_umem *mrpin_umem_get(struct ib_device *ibdev, unsigned long addr,
-			       size_t size, int access);
-void mrpin_umem_release(struct ib_umem *umem);
+struct mrpin_pin *mrpin_pin_unpublish(struct ib_umem *umem, bool *cleanup);
+void mrpin_pin_released(struct mrpin_pin *pin, bool cleanup);
 
 /**
  * mrpin_pin_bytes() - bytes a pin charges to mm->pinned_vm
@@ -479,8 +480,6 @@ void mrpin_leaks_show(struct seq_file *m);
 /* hook.c */
 int mrpin_hook_init(void);
 void mrpin_hook_exit(void);
-void mrpin_hook_leave_get(void);
-void mrpin_hook_leave_release(void);
 
 /* debugfs.c */
 void mrpin_debugfs_init(void);

@@ -3,18 +3,19 @@
  * The pin path: what happens around every ib_umem_get() and
  * ib_umem_release(), and the per-pin records.
  *
- * hook.c sends every call of ib_umem_get() to mrpin_umem_get():
+ hook.c's wrapper of the VA pin (ib_umem_get(), or __ib_umem_get_va() on
+ * kernels with ib_core's buffer descriptors) calls:
  *   before:  mrpin_pin_prepare() allocates the record, finds the owners
  *	      (process, user, cgroup) and the device, and charges the pin's
  *	      bytes within every limit (account.c, policy.c).  Nothing is
  *	      pinned yet: this is where a pin is refused.
- *   call:    the real ib_umem_get().
+ *   call:    the real pin.
  *   after:   mrpin_pin_commit() publishes the record, keyed by the umem;
  *	      mrpin_pin_abort() rolls the charge back if the pin failed.
- * and every call of ib_umem_release() to mrpin_umem_release(), which takes
- * the record out of the tables *before* the real release (the umem's
- * address may be reused by the next ib_umem_get() as soon as it is freed)
- * and uncharges it after.
+ * and its wrapper of ib_umem_release() calls mrpin_pin_unpublish(), which
+ * takes the record out of the tables *before* the real release (the umem's
+ * address may be reused by the next pin as soon as it is freed), and
+ * mrpin_pin_released(), which uncharges it after.
  *
  * A umem mrpin did not see pinned (made before mrpin was loaded, or an ODP
  * or dma-buf umem, which pins no host pages) is released untouched and
@@ -320,74 +321,52 @@ static struct mrpin_pin *mrpin_pin_take(struct ib_umem *umem)
 }
 
 /**
- * mrpin_umem_get() - ib_umem_get(), tracked
- * @ibdev: see ib_umem_get()
- * @addr: see ib_umem_get()
- * @size: see ib_umem_get()
- * @access: see ib_umem_get()
+ * mrpin_pin_unpublish() - take a pin's record out before the pin is released
+ * @umem: the umem about to be released
+ * @cleanup: set to whether the release is the kernel's cleanup (the owner
+ *	exiting or closing the device file) rather than a deregistration
  *
- * Reached only through the ftrace redirection in hook.c, with the original
- * caller's return address on the stack.
+ * Out of the tables *before* the real release: the umem's address may come
+ * back from the next pin as soon as it is freed.
  *
- * Context: process context, may sleep.
- * Return: what ib_umem_get() returns, or ERR_PTR(-ENOMEM) when refused.
+ * Context: process context.
+ * Return: the record, to pass to mrpin_pin_released() after the release;
+ * NULL for a umem mrpin did not see pinned (counted as untracked).
  */
-struct ib_umem *mrpin_umem_get(struct ib_device *ibdev, unsigned long addr,
-			       size_t size, int access)
+struct mrpin_pin *mrpin_pin_unpublish(struct ib_umem *umem, bool *cleanup)
 {
-	unsigned long caller = (unsigned long)__builtin_return_address(0);
 	struct mrpin_pin *pin;
-	struct ib_umem *umem;
 
-	pin = mrpin_pin_prepare(ibdev, addr, size, caller);
-	if (IS_ERR(pin)) {
-		umem = ERR_CAST(pin);
-		goto out;
+	*cleanup = false;
+	if (!umem)
+		return NULL;
+	pin = mrpin_pin_take(umem);
+	if (!pin) {
+		atomic64_inc(&mrpin_stats.untracked_releases_total);
+		return NULL;
 	}
-	umem = ib_umem_get(ibdev, addr, size, access);
-	if (pin) {
-		if (IS_ERR(umem))
-			mrpin_pin_abort(pin);
-		else
-			mrpin_pin_commit(pin, umem);
-	}
-out:
-	mrpin_hook_leave_get();
-	return umem;
+	*cleanup = mrpin_release_is_cleanup(pin->proc->mm);
+	return pin;
 }
 
 /**
- * mrpin_umem_release() - ib_umem_release(), tracked
- * @umem: see ib_umem_release()
+ * mrpin_pin_released() - uncharge and free a pin's record after its release
+ * @pin: what mrpin_pin_unpublish() returned
+ * @cleanup: what mrpin_pin_unpublish() said of the release
  *
- * Reached only through the ftrace redirection in hook.c.  The pin is
- * uncharged from the owner recorded when it was made, whichever task
- * releases it.
+ * The pin is uncharged from the owners recorded when it was made, whichever
+ * task releases it.
  *
- * Context: process context, may sleep.
+ * Context: process context.
  */
-void mrpin_umem_release(struct ib_umem *umem)
+void mrpin_pin_released(struct mrpin_pin *pin, bool cleanup)
 {
-	struct mrpin_pin *pin = NULL;
-	bool cleanup = false;
-
-	if (umem) {
-		pin = mrpin_pin_take(umem);
-		if (!pin)
-			atomic64_inc(&mrpin_stats.untracked_releases_total);
-		else
-			cleanup = mrpin_release_is_cleanup(pin->proc->mm);
-	}
-	ib_umem_release(umem);
-	if (pin) {
-		mrpin_diag_release(pin, cleanup);
-		if (trace_mrpin_unpin_enabled())
-			trace_mrpin_unpin(pin->id, pin->proc->tgid,
-					  mrpin_pin_bytes(pin->start, pin->length),
-					  local_clock() - pin->created_ns);
-		mrpin_pin_forget(pin, true);
-	}
-	mrpin_hook_leave_release();
+	mrpin_diag_release(pin, cleanup);
+	if (trace_mrpin_unpin_enabled())
+		trace_mrpin_unpin(pin->id, pin->proc->tgid,
+				  mrpin_pin_bytes(pin->start, pin->length),
+				  local_clock() - pin->created_ns);
+	mrpin_pin_forget(pin, true);
 }
 
 /**

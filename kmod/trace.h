@@ -32,7 +32,7 @@ TRACE_EVENT(mrpin_pin,
 	TP_fast_assign(
 		__entry->id = id;
 		__entry->pid = pid;
-		__assign_str(dev, dev);
+		mrpin_assign_str(dev, dev);
 		__entry->start = start;
 		__entry->length = length;
 		__entry->pinned_bytes = pinned_bytes;
@@ -79,9 +79,9 @@ TRACE_EVENT(mrpin_deny,
 	),
 	TP_fast_assign(
 		__entry->pid = pid;
-		__assign_str(action, action);
-		__assign_str(scope, scope);
-		__assign_str(key, key);
+		mrpin_assign_str(action, action);
+		mrpin_assign_str(scope, scope);
+		mrpin_assign_str(key, key);
 		__entry->asked = asked;
 		__entry->usage = usage;
 		__entry->limit = limit;

@@ -4,16 +4,32 @@
 # Idempotent setup for building and testing mrpin, from Debian packages only.
 #
 #   setup.sh kver    print the test kernel release (e.g. 6.1.0-57-amd64)
-#   setup.sh build   install what `make` needs (kernel headers, libibverbs-dev,
-#                    the kselftest headers from linux-source-6.1)
+#   setup.sh build   install what `make` needs (kernel headers, or for 7.x a
+#                    Debian 13 root holding them; libibverbs-dev; the
+#                    kselftest headers from the test kernel's source package)
 #   setup.sh vm      install what the VM test bed needs and unpack the test
-#                    kernel's image package into the cache (never installed)
+#                    kernel's image packages into the cache (never installed)
 #   setup.sh paths   print the cache paths the Makefile and VM runner use
+#   setup.sh source  print the test kernel's source tarball (linux-source-X)
+#   setup.sh pkg     what the packaging and its host-side tests need
 #
-# Environment: KVER (full release, default: what linux-image-amd64 depends
-# on), KFLAVOUR (empty for the generic kernel, "rt" for PREEMPT_RT, "debug"
-# for the debug kernel scripts/debug-kernel.sh builds and caches),
-# MRPIN_CACHE (default: ${XDG_CACHE_HOME:-~/.cache}/mrpin).
+# Environment:
+#   KSERIES   the kernel series: 6.1 (default: Debian 12's own), 6.12 (Debian
+#             12's security suite carries it, as Debian 13 and RHEL 10 ship
+#             it) or 7 (the newest 7.x, from Debian 13's backports)
+#   KVER      a full release instead (e.g. 6.12.117+deb12-amd64); its series
+#             follows from it
+#   KFLAVOUR  empty for the generic kernel, "rt" for PREEMPT_RT, "debug" for
+#             the debug kernel scripts/debug-kernel.sh builds and caches
+#   MRPIN_CACHE  default ${XDG_CACHE_HOME:-~/.cache}/mrpin
+#
+# 6.1 and 6.12 come from the suites this machine's apt already has.  7.x
+# comes from Debian 13 (trixie) and its backports, read through an apt
+# configuration of mrpin's own under $MRPIN_CACHE/apt-trixie (the mirror is
+# the one this machine's apt uses), and its headers need Debian 13's
+# compiler and C library: they live in a Debian 13 root made with
+# mmdebstrap, $MRPIN_CACHE/root-KVER, where the module is built
+# (scripts/in-root.sh).  Nothing of it is installed on this machine.
 set -euo pipefail
 
 die() { echo "setup: $*" >&2; exit 1; }
@@ -21,10 +37,23 @@ die() { echo "setup: $*" >&2; exit 1; }
 : "${MRPIN_CACHE:=${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/mrpin}"
 KFLAVOUR=${KFLAVOUR:-}
 case "$KFLAVOUR" in
-"" | generic) meta=linux-image-amd64 ;;
-rt) meta=linux-image-rt-amd64 ;;
-debug) meta= ;;
+"" | generic) flavour=amd64 ;;
+rt) flavour=rt-amd64 ;;
+debug) flavour= ;;
 *) die "KFLAVOUR must be empty (generic), 'rt' or 'debug', not '$KFLAVOUR'" ;;
+esac
+if [ -n "${KVER:-}" ]; then
+	case "$KVER" in
+	6.1.*) KSERIES=6.1 ;;
+	6.12.*) KSERIES=6.12 ;;
+	7.*) KSERIES=7 ;;
+	*) KSERIES=${KSERIES:-6.1} ;;
+	esac
+fi
+KSERIES=${KSERIES:-6.1}
+case "$KSERIES" in
+6.1 | 6.12 | 7) ;;
+*) die "KSERIES must be 6.1, 6.12 or 7, not '$KSERIES'" ;;
 esac
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -37,35 +66,6 @@ apt_update() {
 	echo "setup: apt-get update" >&2
 	apt-get update -q >/dev/null
 	apt_updated=1
-}
-
-# KFLAVOUR=debug: the debug kernel built from linux-source-6.1 (cached).
-debug_kernel() {
-	need_pkgs make gcc bc bison flex libelf-dev libssl-dev cpio kmod \
-		linux-source-6.1
-	"$here/debug-kernel.sh" paths
-}
-
-# Resolve the test kernel: the one Debian's meta package currently depends on.
-resolve_kver() {
-	local dep
-	if [ -n "${KVER:-}" ]; then
-		echo "$KVER"
-		return
-	fi
-	if [ "$KFLAVOUR" = debug ]; then
-		debug_kernel | sed -n 's/^KVER=//p'
-		return
-	fi
-	dep=$(apt-cache depends "$meta" 2>/dev/null |
-		sed -n 's/^ *Depends: linux-image-\(.*\)$/\1/p' | head -n1) || true
-	if [ -z "$dep" ]; then
-		apt_update
-		dep=$(apt-cache depends "$meta" |
-			sed -n 's/^ *Depends: linux-image-\(.*\)$/\1/p' | head -n1)
-	fi
-	[ -n "$dep" ] || die "cannot resolve the kernel $meta depends on"
-	echo "$dep"
 }
 
 # Install the packages that are not installed yet (one apt-get call).
@@ -82,49 +82,239 @@ need_pkgs() {
 		"${missing[@]}" >/dev/null
 }
 
-# kselftest.h, kselftest_harness.h, lib.mk and the runner, from linux-source.
+# --- Debian 13, through an apt configuration of mrpin's own ---
+
+trixie_dir=$MRPIN_CACHE/apt-trixie
+
+# The Debian mirror this machine's apt uses for its own release.
+debian_mirror() {
+	local mirror try
+	for try in 1 2; do
+		mirror=$(apt-get indextargets --format '$(SITE) $(CODENAME) $(COMPONENT)' \
+			'Identifier: Packages' 2>/dev/null |
+			awk '$3 == "main" && $2 !~ /-/ { print $1; exit }')
+		[ -n "$mirror" ] && break
+		[ "$try" = 1 ] && apt_update
+	done
+	[ -n "$mirror" ] || die "no Debian mirror in this machine's apt sources"
+	echo "$mirror"
+}
+
+# trixie_apt apt-get|apt-cache ARGS...: against trixie and trixie-backports.
+trixie_apt() {
+	local tool=$1
+	shift
+	"$tool" -o Dir::Etc::SourceList="$trixie_dir/sources.list" \
+		-o Dir::Etc::SourceParts=/dev/null \
+		-o Dir::State::Lists="$trixie_dir/lists" \
+		-o Dir::Cache="$trixie_dir/cache" \
+		-o Dir::State::status=/dev/null \
+		-o APT::Architecture=amd64 -o APT::Sandbox::User=root "$@"
+}
+
+trixie_updated=
+trixie_update() {
+	local mirror
+	[ -n "$trixie_updated" ] && return
+	mirror=$(debian_mirror)
+	mkdir -p "$trixie_dir/lists/partial" "$trixie_dir/cache/archives/partial"
+	printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n' \
+		"$mirror" trixie "$mirror" trixie-backports >"$trixie_dir/sources.list"
+	echo "setup: apt-get update (Debian 13 and its backports, for 7.x)" >&2
+	trixie_apt apt-get update -q >/dev/null
+	trixie_updated=1
+}
+
+# The newest package named by the extended regex $1, from Debian 13.
+trixie_newest() {
+	local found
+	[ -d "$trixie_dir/lists" ] || trixie_update
+	found=$(trixie_apt apt-cache search --names-only "$1" 2>/dev/null |
+		awk '{ print $1 }' | sort -V | tail -n1)
+	if [ -z "$found" ]; then
+		trixie_update
+		found=$(trixie_apt apt-cache search --names-only "$1" |
+			awk '{ print $1 }' | sort -V | tail -n1)
+	fi
+	echo "$found"
+}
+
+# download DIR PACKAGE...: the .debs, from the apt that has the series.
+download() {
+	local dir=$1
+	shift
+	if [ "$KSERIES" = 7 ]; then
+		(cd "$dir" && trixie_apt apt-get download -q "$@" >/dev/null 2>&1) ||
+			{ trixie_update; (cd "$dir" && trixie_apt apt-get download -q "$@" >/dev/null); }
+	else
+		(cd "$dir" && apt-get download -q "$@" >/dev/null 2>&1) ||
+			{ apt_update; (cd "$dir" && apt-get download -q "$@" >/dev/null); }
+	fi
+}
+
+# --- the test kernel ---
+
+# KFLAVOUR=debug: the debug kernel built from the 6.1 source (cached).
+debug_kernel() {
+	need_pkgs make gcc bc bison flex libelf-dev libssl-dev cpio kmod \
+		linux-source-6.1
+	"$here/debug-kernel.sh" paths
+}
+
+# Resolve the test kernel: the newest of its series.
+resolve_kver() {
+	local meta dep
+	if [ -n "${KVER:-}" ]; then
+		echo "$KVER"
+		return
+	fi
+	if [ "$KFLAVOUR" = debug ]; then
+		debug_kernel | sed -n 's/^KVER=//p'
+		return
+	fi
+	if [ "$KSERIES" = 7 ]; then
+		dep=$(trixie_newest "^linux-image-7\.[0-9.]+\+deb13-$flavour\$")
+		[ -n "$dep" ] || die "Debian 13 has no 7.x kernel ($flavour)"
+		echo "${dep#linux-image-}"
+		return
+	fi
+	case "$KSERIES" in
+	6.1) meta=linux-image-$flavour ;;
+	6.12) meta=linux-image-6.12-$flavour ;;
+	esac
+	dep=$(apt-cache depends "$meta" 2>/dev/null |
+		sed -n 's/^ *Depends: linux-image-\(.*\)$/\1/p' | head -n1) || true
+	if [ -z "$dep" ]; then
+		apt_update
+		dep=$(apt-cache depends "$meta" |
+			sed -n 's/^ *Depends: linux-image-\(.*\)$/\1/p' | head -n1)
+	fi
+	[ -n "$dep" ] || die "cannot resolve the kernel $meta depends on"
+	echo "$dep"
+}
+
+kernel_dir() { echo "$MRPIN_CACHE/kernel/$1"; }
+
+# The test kernel's image packages, unpacked (vmlinuz, config, modules) and
+# laid out as boot/vmlinuz-KVER, boot/config-KVER, lib/modules/KVER.  From
+# 7.x linux-image-KVER is empty: the files are in linux-binary-KVER
+# (vmlinuz), linux-modules-KVER and linux-base-KVER (config, System.map),
+# all under usr/lib/modules/KVER.
+unpack_kernel() {
+	local kver=$1 dir tmp deb
+	dir=$(kernel_dir "$kver")
+	[ -f "$dir/.complete" ] && return
+	need_pkgs kmod xz-utils
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	tmp=$(mktemp -d)
+	echo "setup: downloading linux-image-$kver into $dir" >&2
+	download "$tmp" "linux-image-$kver" || die "cannot download linux-image-$kver"
+	if ! dpkg -c "$tmp"/linux-image-*.deb | grep -q '/vmlinuz'; then
+		download "$tmp" "linux-binary-$kver" "linux-modules-$kver" \
+			"linux-base-$kver" ||
+			die "cannot download linux-binary, -modules, -base-$kver"
+	fi
+	for deb in "$tmp"/*.deb; do
+		dpkg -x "$deb" "$dir"
+	done
+	rm -rf "$tmp"
+	if [ ! -d "$dir/lib/modules/$kver" ]; then
+		mkdir -p "$dir/lib/modules" "$dir/boot"
+		ln -s "../../usr/lib/modules/$kver" "$dir/lib/modules/$kver"
+		ln -s "../usr/lib/modules/$kver/vmlinuz" "$dir/boot/vmlinuz-$kver"
+		ln -s "../usr/lib/modules/$kver/config" "$dir/boot/config-$kver"
+	fi
+	[ -f "$dir/boot/vmlinuz-$kver" ] || die "linux-image-$kver has no vmlinuz"
+	depmod -b "$dir" "$kver"
+	touch "$dir/.complete"
+}
+
+# The Debian 13 root that builds mrpin.ko for a 7.x kernel.
+build_root() { echo "$MRPIN_CACHE/root-$1"; }
+
+make_build_root() {
+	local kver=$1 root mirror
+	root=$(build_root "$kver")
+	[ -f "$root/.complete" ] && return
+	need_pkgs mmdebstrap
+	mirror=$(debian_mirror)
+	rm -rf "$root" "$root.tmp"
+	echo "setup: making a Debian 13 root with linux-headers-$kver in $root" >&2
+	mmdebstrap --quiet --variant=apt --mode=root \
+		--include="make,gcc-14,libc6-dev,linux-headers-$kver" \
+		trixie "$root.tmp" "deb $mirror trixie main" \
+		"deb $mirror trixie-backports main" >/dev/null ||
+		die "mmdebstrap of the Debian 13 root failed"
+	rm -rf "$root.tmp/var/cache/apt/archives"/*.deb
+	mv "$root.tmp" "$root"
+	touch "$root/.complete"
+}
+
+# --- the test kernel's source: kselftest headers, checkpatch, debug kernel ---
+
+# linux-source-X.Y of the series: its package name.
+source_pkg() {
+	case "$KSERIES" in
+	6.1 | 6.12) echo "linux-source-$KSERIES" ;;
+	7) trixie_newest '^linux-source-7\.[0-9]+$' ;;
+	esac
+}
+
+# The source tarball, installed (6.x) or unpacked into the cache (7.x).
+source_tarball() {
+	local pkg dir ver tmp
+	pkg=$(source_pkg)
+	[ -n "$pkg" ] || die "no linux-source package for $KSERIES"
+	if [ "$KSERIES" != 7 ]; then
+		need_pkgs "$pkg"
+		echo "/usr/src/$pkg.tar.xz"
+		return
+	fi
+	ver=$(trixie_apt apt-cache show "$pkg" | sed -n 's/^Version: //p' | sort -V | tail -n1)
+	dir=$MRPIN_CACHE/src/$pkg-$ver
+	if [ ! -f "$dir/.complete" ]; then
+		rm -rf "$dir"
+		mkdir -p "$dir"
+		tmp=$(mktemp -d)
+		echo "setup: downloading $pkg $ver" >&2
+		download "$tmp" "$pkg=$ver" || die "cannot download $pkg"
+		dpkg -x "$tmp"/*.deb "$dir"
+		rm -rf "$tmp"
+		touch "$dir/.complete"
+	fi
+	echo "$dir/usr/src/$pkg.tar.xz"
+}
+
+# kselftest.h, kselftest_harness.h, lib.mk and checkpatch, from the source.
 ksft_dir() {
-	local ver
-	ver=$(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null) || ver=none
-	echo "$MRPIN_CACHE/kselftest-$ver/tools/testing/selftests"
+	local pkg ver
+	pkg=$(source_pkg)
+	if [ "$KSERIES" = 7 ]; then
+		ver=$(trixie_apt apt-cache show "$pkg" 2>/dev/null | sed -n 's/^Version: //p' |
+			sort -V | tail -n1)
+	else
+		ver=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null) || ver=none
+	fi
+	echo "$MRPIN_CACHE/kselftest-${pkg#linux-source-}-${ver:-none}/tools/testing/selftests"
 }
 
 unpack_kselftest() {
-	local dir top
-	need_pkgs linux-source-6.1
+	local dir top tarball pkg
+	tarball=$(source_tarball)
+	pkg=$(source_pkg)
 	dir=$(ksft_dir)
 	[ -f "$dir/.complete" ] && return
 	top=${dir%/tools/testing/selftests}
 	rm -rf "$top"
 	mkdir -p "$top"
-	echo "setup: unpacking kselftest headers from linux-source-6.1" >&2
-	tar -xJf /usr/src/linux-source-6.1.tar.xz -C "$top" --strip-components=1 \
-		--wildcards 'linux-source-6.1/tools/testing/selftests/kselftest*' \
-		linux-source-6.1/tools/testing/selftests/lib.mk \
-		linux-source-6.1/scripts/checkpatch.pl \
-		linux-source-6.1/scripts/spelling.txt \
-		linux-source-6.1/scripts/const_structs.checkpatch
-	touch "$dir/.complete"
-}
-
-kernel_dir() { echo "$MRPIN_CACHE/kernel/$1"; }
-
-# The test kernel's image package, unpacked (vmlinuz, config, modules).
-unpack_kernel() {
-	local kver=$1 dir tmp
-	dir=$(kernel_dir "$kver")
-	[ -f "$dir/.complete" ] && return
-	need_pkgs kmod
-	apt_update
-	rm -rf "$dir"
-	mkdir -p "$dir"
-	tmp=$(mktemp -d)
-	echo "setup: downloading linux-image-$kver into $dir" >&2
-	(cd "$tmp" && apt-get download -q "linux-image-$kver" >/dev/null 2>&1) ||
-		die "apt-get download linux-image-$kver failed"
-	dpkg -x "$tmp"/linux-image-*.deb "$dir"
-	rm -rf "$tmp"
-	depmod -b "$dir" "$kver"
+	echo "setup: unpacking kselftest headers and checkpatch from $pkg" >&2
+	tar -xJf "$tarball" -C "$top" --strip-components=1 \
+		--wildcards "$pkg/tools/testing/selftests/kselftest*" \
+		"$pkg/tools/testing/selftests/lib.mk" \
+		"$pkg/scripts/checkpatch.pl" \
+		"$pkg/scripts/spelling.txt" \
+		"$pkg/scripts/const_structs.checkpatch"
 	touch "$dir/.complete"
 }
 
@@ -136,28 +326,30 @@ kver)
 build)
 	kver=$(resolve_kver)
 	pkgs=(make gcc libibverbs-dev libncurses-dev libdw-dev pkg-config python3)
-	# The test kernel's headers, unless the build uses another tree (the
-	# running kernel's, or a KDIR of the caller's choosing).
-	kdir=${KDIR:-/lib/modules/$(uname -r)/build}
-	[ -d "$kdir" ] || kdir=/lib/modules/$kver/build
-	if [ "$kdir" = "/lib/modules/$kver/build" ] && [ ! -d "$kdir" ]; then
-		pkgs+=("linux-headers-$kver")
+	if [ "$KSERIES" = 7 ] && [ "$KFLAVOUR" != debug ]; then
+		need_pkgs "${pkgs[@]}"
+		make_build_root "$kver"
+	else
+		# The test kernel's headers, unless the build uses another tree
+		# (the running kernel's, or a KDIR of the caller's choosing).
+		kdir=${KDIR:-/lib/modules/$kver/build}
+		if [ "$kdir" = "/lib/modules/$kver/build" ] && [ ! -d "$kdir" ] &&
+			[ "$KFLAVOUR" != debug ]; then
+			pkgs+=("linux-headers-$kver")
+		fi
+		need_pkgs "${pkgs[@]}"
 	fi
-	need_pkgs "${pkgs[@]}"
 	unpack_kselftest
 	;;
 vm)
 	kver=$(resolve_kver)
-	pkgs=(qemu-system-x86 busybox-static kmod rdma-core ibverbs-providers
-		ibverbs-utils libibverbs-dev iproute2 perftest linux-source-6.1)
+	need_pkgs qemu-system-x86 busybox-static kmod rdma-core ibverbs-providers \
+		ibverbs-utils libibverbs-dev iproute2 perftest
 	if [ "$KFLAVOUR" = debug ]; then
-		need_pkgs "${pkgs[@]}"
 		debug_kernel >/dev/null
 	else
-		need_pkgs "${pkgs[@]}" "linux-headers-$kver"
 		unpack_kernel "$kver"
 	fi
-	unpack_kselftest
 	;;
 paths)
 	if [ "$KFLAVOUR" = debug ]; then
@@ -167,8 +359,16 @@ paths)
 		echo "KVER=$kver"
 		echo "KERNEL_DIR=$(kernel_dir "$kver")"
 		echo "KDIR=/lib/modules/$kver/build"
+		if [ "$KSERIES" = 7 ]; then
+			echo "KBUILD_ROOT=$(build_root "$kver")"
+		else
+			echo "KBUILD_ROOT="
+		fi
 	fi
 	echo "KSFT_DIR=$(ksft_dir)"
+	;;
+source)
+	source_tarball
 	;;
 pkg)
 	# What the packaging and its host-side tests need (make deb, make
@@ -181,6 +381,6 @@ pkg)
 		systemd "linux-headers-$kver"
 	;;
 *)
-	die "usage: setup.sh kver|build|vm|paths"
+	die "usage: setup.sh kver|build|vm|paths|source|pkg"
 	;;
 esac

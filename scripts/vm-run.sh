@@ -86,8 +86,14 @@ if [ ! -f "$initrd" ]; then
 		modprobe -d "$kdir" -S "$KVER" --show-depends "$m" |
 			sed -n 's/^insmod \([^ ]*\).*/\1/p'
 	done | awk '!seen[$0]++' | while read -r ko; do
-		cp "$ko" "$t/modules/"
-		basename "$ko" >>"$t/modules/order"
+		# busybox's insmod takes no compressed module (6.12 and 7.x: .ko.xz).
+		name=$(basename "$ko")
+		case "$ko" in
+		*.xz) name=${name%.xz}; xz -dc "$ko" >"$t/modules/$name" ;;
+		*.zst) name=${name%.zst}; zstd -qdc "$ko" >"$t/modules/$name" ;;
+		*) cp "$ko" "$t/modules/" ;;
+		esac
+		echo "$name" >>"$t/modules/order"
 	done
 	(cd "$t" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1) >"$initrd.tmp"
 	mv "$initrd.tmp" "$initrd"
