@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Build (once, cached) the debug kernel mrpin's suite also runs on: Debian's
-# linux-source-6.1, x86_64_defconfig + kvm_guest.config + scripts/debug.config
-# (KASAN, lockdep, PROVE_RCU, kmemleak, debug objects, failslab; everything
-# the test bed needs built in).  The cache key is the source package's
-# version and the fragment's contents; the cache lives outside the
-# repository, under $MRPIN_CACHE/debug-kernel/KEY/:
+# linux-source-6.12 (the series of Debian 13 and RHEL 10), x86_64_defconfig
+# + kvm_guest.config + scripts/debug.config (KASAN, lockdep, PROVE_RCU,
+# kmemleak, debug objects, failslab; everything the test bed needs built
+# in).  The cache key is the source package's version and the fragment's
+# contents; the cache lives outside the repository, under
+# $MRPIN_CACHE/debug-kernel/KEY/:
 #   src/     the kernel source, build/ the build tree (KDIR for mrpin.ko)
 #   root/    boot/vmlinuz-KVER and lib/modules/KVER (modules.builtin etc.)
 #
@@ -16,8 +17,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 : "${MRPIN_CACHE:=${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/mrpin}"
 fragment=$here/debug.config
-[ -f /usr/src/linux-source-6.1.tar.xz ] || "$here/setup.sh" build >/dev/null
-srcver=$(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null || echo none)
+series=6.12
+pkg=linux-source-$series
+tarball=$(KSERIES=$series KFLAVOUR= KVER= "$here/setup.sh" source)
+srcver=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || echo none)
 key=$(cat "$fragment" <(echo "$srcver") | sha1sum | cut -c1-12)
 dir=$MRPIN_CACHE/debug-kernel/$key
 
@@ -36,9 +39,9 @@ build() {
 	jobs=$(nproc)
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	echo "debug-kernel: unpacking linux-source-6.1 ($srcver) into $dir" >&2
-	tar -xJf /usr/src/linux-source-6.1.tar.xz -C "$dir"
-	mv "$dir/linux-source-6.1" "$dir/src"
+	echo "debug-kernel: unpacking $pkg ($srcver) into $dir" >&2
+	tar -xJf "$tarball" -C "$dir"
+	mv "$dir/$pkg" "$dir/src"
 	mkdir -p "$dir/build"
 	make -s -C "$dir/src" O="$dir/build" x86_64_defconfig >/dev/null
 	make -s -C "$dir/src" O="$dir/build" kvm_guest.config >/dev/null

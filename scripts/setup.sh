@@ -51,6 +51,8 @@ if [ -n "${KVER:-}" ]; then
 	esac
 fi
 KSERIES=${KSERIES:-6.1}
+# The debug kernel is built from the 6.12 source (scripts/debug-kernel.sh).
+[ "$KFLAVOUR" != debug ] || KSERIES=6.12
 case "$KSERIES" in
 6.1 | 6.12 | 7) ;;
 *) die "KSERIES must be 6.1, 6.12 or 7, not '$KSERIES'" ;;
@@ -154,10 +156,10 @@ download() {
 
 # --- the test kernel ---
 
-# KFLAVOUR=debug: the debug kernel built from the 6.1 source (cached).
+# KFLAVOUR=debug: the debug kernel built from the 6.12 source (cached).
 debug_kernel() {
 	need_pkgs make gcc bc bison flex libelf-dev libssl-dev cpio kmod \
-		linux-source-6.1
+		linux-source-6.12
 	"$here/debug-kernel.sh" paths
 }
 
@@ -210,7 +212,9 @@ unpack_kernel() {
 	tmp=$(mktemp -d)
 	echo "setup: downloading linux-image-$kver into $dir" >&2
 	download "$tmp" "linux-image-$kver" || die "cannot download linux-image-$kver"
-	if ! dpkg -c "$tmp"/linux-image-*.deb | grep -q '/vmlinuz'; then
+	# (grep reads it all: -q would end dpkg's output early, a failure
+	# under pipefail.)
+	if ! dpkg -c "$tmp"/linux-image-*.deb | grep '/vmlinuz' >/dev/null; then
 		download "$tmp" "linux-binary-$kver" "linux-modules-$kver" \
 			"linux-base-$kver" ||
 			die "cannot download linux-binary, -modules, -base-$kver"

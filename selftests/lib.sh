@@ -138,11 +138,27 @@ mrpin_start_pinner() {
 	mrpin_wait_ready "$pid" "$tmp/$name"
 }
 
-# The debug kernel (KASAN, lockdep, kmemleak), where every registration
-# costs tens of times more: loops that only repeat what they already
-# checked run fewer times there.
+# The debug kernel (KASAN, lockdep, kmemleak).
 mrpin_debug_kernel() {
 	[ -e /sys/kernel/debug/kmemleak ]
+}
+
+# Short loops: loops that only repeat what they already checked run fewer
+# times, on the debug kernel (where every registration costs tens of times
+# more) and where MRPIN_LOOPS=short asks for it (`make check`, and all but
+# the first kernel of `make check-all`).  A test that shortens its loops
+# says so (mrpin_short_loops_diag).
+mrpin_short_loops() {
+	mrpin_debug_kernel || [ "${MRPIN_LOOPS:-}" = short ]
+}
+
+# mrpin_short_loops_diag WHAT: "short loops: WHAT" and why, in the KTAP.
+mrpin_short_loops_diag() {
+	if mrpin_debug_kernel; then
+		ktap_diag "short loops (the debug kernel): $*"
+	else
+		ktap_diag "short loops (MRPIN_LOOPS=short): $*"
+	fi
 }
 
 # What a kernel log line reporting a problem matches (an extended regular

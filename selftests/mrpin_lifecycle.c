@@ -576,7 +576,7 @@ static unsigned int env_count(const char *name, unsigned int def)
  */
 TEST_F_TIMEOUT(lifecycle, sigkill_at_random_moments_leaves_nothing, 580)
 {
-	unsigned int kills = env_count("MRPIN_KILLS", mrpin_debug_kernel() ?
+	unsigned int kills = env_count("MRPIN_KILLS", mrpin_short_loops() ?
 					KILLS_DEFAULT / 4 : KILLS_DEFAULT);
 	unsigned int seed = env_count("MRPIN_SEED", time(NULL) ^ getpid());
 	uint64_t regs = 0, deregs = 0, ready_kills = 0, rand = seed | 1;
@@ -588,7 +588,10 @@ TEST_F_TIMEOUT(lifecycle, sigkill_at_random_moments_leaves_nothing, 580)
 	int pipefd[2], status;
 	double now, next;
 
-	TH_LOG("%u processes killed; seed %u (MRPIN_SEED)", kills, seed);
+	TH_LOG("%u processes killed; seed %u (MRPIN_SEED)%s%s%s", kills, seed,
+	       mrpin_short_loops() ? "; short loops (" : "",
+	       mrpin_short_loops() ? mrpin_short_loops_why() : "",
+	       mrpin_short_loops() ? ")" : "");
 	counts = mmap(NULL, kills * sizeof(*counts), PROT_READ | PROT_WRITE,
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, counts);

@@ -1251,8 +1251,11 @@ TEST_F_TIMEOUT(bad_input, over_10000_generated_writes_fail_with_EINVAL_and_chang
 	uint64_t seed;
 	int ret;
 
-	if (mrpin_debug_kernel())
+	if (mrpin_short_loops()) {
 		scale = 20;
+		TH_LOG("short loops (%s): a fifth of the generated writes",
+		       mrpin_short_loops_why());
+	}
 	env = getenv("MRPIN_FUZZ_SCALE");
 	if (env && *env)
 		scale = strtoul(env, NULL, 0);

@@ -12,7 +12,10 @@ require_rxe
 ktap_plan 5
 
 cycles=${MRPIN_LOAD_CYCLES:-100}
-mrpin_debug_kernel && cycles=${MRPIN_LOAD_CYCLES:-25}
+if mrpin_short_loops; then
+	cycles=${MRPIN_LOAD_CYCLES:-25}
+	mrpin_short_loops_diag "$cycles load/unload cycles, not 100"
+fi
 kernel_log_mark
 mrpin_unload
 ip link add mrpin_d2 type dummy && ip link set mrpin_d2 up

@@ -3,8 +3,8 @@
 #
 # mrpin unloaded and loaded again while RDMA registrations go on.
 #
-# 50 `rmmod mrpin; insmod mrpin.ko` cycles ($MRPIN_RELOAD_CYCLES; 5 on the
-# debug kernel, where one takes about 40 s) while 4 threads of
+# 50 `rmmod mrpin; insmod mrpin.ko` cycles ($MRPIN_RELOAD_CYCLES; 5 with
+# short loops, as on the debug kernel, where one takes about 40 s) while 4 threads of
 # `mrpin_lifecycle --churn` register and deregister MRs in a loop, each
 # holding at least 3 of its 4 slots at any moment: no registration or
 # deregistration fails, neither does rmmod nor insmod, every load sees
@@ -30,12 +30,13 @@ LIFECYCLE=$(dirname "$0")/mrpin_lifecycle
 DEV=rxe0
 THREADS=4
 SLOTS=4		# CHURN_SLOTS in mrpin_lifecycle.c
-if mrpin_debug_kernel; then
+if mrpin_short_loops; then
 	cycles=${MRPIN_RELOAD_CYCLES:-5}
 else
 	cycles=${MRPIN_RELOAD_CYCLES:-50}
 fi
 ktap_plan 10
+mrpin_short_loops && mrpin_short_loops_diag "$cycles reloads, not 50"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -69,7 +69,8 @@
 #define MAX_LEN		(1UL << MAX_ORDER)	/* 4 MiB */
 #define BUF_LEN		(2 * MAX_LEN)
 #define CYCLES		20000
-#define DEBUG_CYCLES	200
+#define SHORT_CYCLES	2000
+#define DEBUG_CYCLES	200	/* short loops on the debug kernel */
 #define STRESS_UID	4200		/* workers 1..3: uid 4201..4203 */
 #define CG_MNT		"/sys/fs/cgroup"
 #define CG_TOP		"/mrpin_stress"
@@ -934,13 +935,15 @@ TEST_F_TIMEOUT(stress, workers_readers_and_a_limits_writer_leave_nothing, 590)
 	seed = env_u64("MRPIN_STRESS_SEED", (uint64_t)time(NULL) ^
 					     ((uint64_t)getpid() << 32));
 	cycles = env_u64("MRPIN_STRESS_CYCLES",
-			 mrpin_debug_kernel() ? DEBUG_CYCLES : CYCLES);
+			 mrpin_debug_kernel() ? DEBUG_CYCLES :
+			 mrpin_short_loops() ? SHORT_CYCLES : CYCLES);
 	ksft_print_msg("seed %" PRIu64 " (MRPIN_STRESS_SEED=%" PRIu64 " replays it)\n",
 		       seed, seed);
 	ksft_print_msg("%d processes x %d threads x %" PRIu64 " cycles%s\n",
 		       WORKERS, THREADS, cycles,
 		       getenv("MRPIN_STRESS_CYCLES") ? " (MRPIN_STRESS_CYCLES)" :
-		       mrpin_debug_kernel() ? " (the debug kernel's count)" : "");
+		       mrpin_debug_kernel() ? " (short loops: the debug kernel)" :
+		       mrpin_short_loops() ? " (short loops: MRPIN_LOOPS=short)" : "");
 	ASSERT_LE(2UL, cycles);
 
 	/* What the writer may set: limits far above what the workers pin. */

@@ -67,14 +67,29 @@ static inline struct ibv_context *mrpin_open_dev(const char *name)
 	return ctx;
 }
 
-/*
- * The debug kernel (KASAN, lockdep, kmemleak), where every registration
- * costs tens of times more: the loops that only repeat what they already
- * checked run fewer times there.
- */
+/* The debug kernel (KASAN, lockdep, kmemleak). */
 static inline bool mrpin_debug_kernel(void)
 {
 	return !access("/sys/kernel/debug/kmemleak", F_OK);
+}
+
+/*
+ * Short loops: the loops that only repeat what they already checked run
+ * fewer times, on the debug kernel (where every registration costs tens of
+ * times more) and where MRPIN_LOOPS=short asks for it (`make check`, and
+ * all but the first kernel of `make check-all`).  mrpin_short_loops_why()
+ * says which, for the test's output.
+ */
+static inline bool mrpin_short_loops(void)
+{
+	const char *loops = getenv("MRPIN_LOOPS");
+
+	return mrpin_debug_kernel() || (loops && !strcmp(loops, "short"));
+}
+
+static inline const char *mrpin_short_loops_why(void)
+{
+	return mrpin_debug_kernel() ? "the debug kernel" : "MRPIN_LOOPS=short";
 }
 
 /* Lift RLIMIT_MEMLOCK (root only; the guest's default is 8 MiB). */
