@@ -4,10 +4,14 @@
 # a QEMU VM with Soft-RoCE.
 #
 #   make            build kmod/mrpin.ko, userspace/mrpinctl, selftests
-#   make check      run every selftest in the VM (KFLAVOUR=rt: PREEMPT_RT;
-#                   KSERIES=6.12 or 7: another kernel series)
+#   make check      mrpinctl's host tests and every selftest in the VM, on
+#                   Debian 12's 6.1 (KSERIES=6.12 or 7: another series;
+#                   KFLAVOUR=rt: PREEMPT_RT), with short loops
+#                   (MRPIN_LOOPS=full: the repetition loops at full length)
 #   make check-debug  the same on a debug kernel (KASAN, lockdep, kmemleak,
-#                   failslab) built once from linux-source-6.1 and cached
+#                   failslab) built once from linux-source-6.12 and cached
+#   make check-all  what CI runs: every kernel series, RT, the debug kernel
+#                   and the packaging tests, and a table of the results
 #   make demo       a real RDMA workload in the VM, and what mrpin sees
 #   make bench      benchmarks in the VM, with mrpin loaded and unloaded
 #   make shell      a root shell in the VM with rxe0 up and mrpin loaded
@@ -52,8 +56,8 @@ IN_ROOT := $(if $(KBUILD_ROOT),$(CURDIR)/scripts/in-root.sh $(KBUILD_ROOT))
 
 VM := $(CURDIR)/scripts/vm-run.sh
 
-.PHONY: all setup module userspace selftests check check-debug demo bench \
-	shell clean checkpatch
+.PHONY: all setup module userspace selftests check check-debug check-all \
+	demo bench shell clean checkpatch
 
 all: module userspace selftests
 
@@ -69,14 +73,22 @@ userspace: setup
 selftests: setup
 	$(MAKE) -C selftests KSFT_DIR=$$($(SETUP) paths | sed -n 's/^KSFT_DIR=//p')
 
+# The loops that only repeat what they already checked run fewer times
+# unless MRPIN_LOOPS=full (each test says so).
+MRPIN_LOOPS ?= short
+export MRPIN_LOOPS
+
 check: all
 	@$(CURDIR)/scripts/check.sh
+
+check-all:
+	@$(CURDIR)/scripts/check-all.sh
 
 # KVER and KDIR are exported for the generic kernel: let the debug flavour
 # choose its own.  The whole suite takes about half an hour there: the VM
 # gets an hour.
 check-debug:
-	@env -u KVER -u KDIR MRPIN_VM_TIMEOUT=$${MRPIN_VM_TIMEOUT:-3600} \
+	@env -u KVER -u KDIR -u KSERIES MRPIN_VM_TIMEOUT=$${MRPIN_VM_TIMEOUT:-3600} \
 		$(MAKE) --no-print-directory check KFLAVOUR=debug
 
 demo: all

@@ -100,12 +100,24 @@ static inline struct ib_umem *mrpin_umem_pin_va(struct ib_device *device,
 
 /*
  * v6.10 ("tracing/treewide: Remove second parameter of __assign_str()")
- * takes the source from the __string() declaration: one argument.
+ * takes the source from the __string() declaration: one argument.  Before,
+ * the source is named again; in mrpin's tracepoints every string field is
+ * named as the argument it is copied from.  (A macro of the TRACE_EVENT()
+ * expansion: only the version tells.)
  */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
-#define mrpin_assign_str(dst, src) __assign_str(dst)
+#define mrpin_assign_str(field) __assign_str(field)
 #else
-#define mrpin_assign_str(dst, src) __assign_str(dst, src)
+#define mrpin_assign_str(field) __assign_str(field, field)
+#endif
+
+/*
+ * v7.0 ("slab: Introduce kmalloc_obj() and family", backported to 6.12.y)
+ * allocates by the type of what the pointer points to.
+ */
+#ifndef kzalloc_obj
+#define kzalloc_obj(P) kzalloc(sizeof(P), GFP_KERNEL)
+#define kmalloc_objs(P, COUNT) kmalloc_array(COUNT, sizeof(P), GFP_KERNEL)
 #endif
 
 /*

@@ -20,6 +20,7 @@
 #include <linux/slab.h>
 #include <rdma/ib_verbs.h>
 
+#include "compat.h"
 #include "mrpin.h"
 
 LIST_HEAD(mrpin_devs);
@@ -89,7 +90,7 @@ static int mrpin_ib_add(struct ib_device *ibdev)
 {
 	struct mrpin_dev *dev;
 
-	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	dev = kzalloc_obj(*dev);
 	if (!dev)
 		return -ENOMEM;
 	kref_init(&dev->ref);

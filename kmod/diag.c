@@ -128,7 +128,7 @@ static struct mrpin_callsite *mrpin_callsite_save(void)
 	struct vm_area_struct *vma;
 	int i;
 
-	cs = kzalloc(sizeof(*cs), GFP_KERNEL);
+	cs = kzalloc_obj(*cs);
 	if (!cs)
 		return NULL;
 	cs->ip[cs->depth++] = instruction_pointer(regs);
@@ -385,7 +385,7 @@ void mrpin_leaks_show(struct seq_file *m)
 	struct mrpin_leak *leaks;
 	int i;
 
-	leaks = kmalloc(sizeof(mrpin_leaks), GFP_KERNEL);
+	leaks = kmalloc_objs(*leaks, MRPIN_LEAKS);
 	seq_puts(m, "# comm uid count bytes last_time_ns\n");
 	if (!leaks)
 		return;

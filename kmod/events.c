@@ -31,6 +31,7 @@
 #include <linux/vmalloc.h>
 #include <linux/wait.h>
 
+#include "compat.h"
 #include "mrpin.h"
 #include "trace.h"
 
@@ -153,7 +154,7 @@ static int mrpin_events_open(struct inode *inode, struct file *file)
 {
 	struct mrpin_events_reader *r;
 
-	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	r = kzalloc_obj(*r);
 	if (!r)
 		return -ENOMEM;
 	spin_lock(&mrpin_events_lock);

@@ -50,6 +50,7 @@
 #include <linux/string.h>
 #include <linux/uaccess.h>
 
+#include "compat.h"
 #include "mrpin.h"
 
 #define MRPIN_WRITE_MAX SZ_64K
@@ -907,7 +908,7 @@ int mrpin_policy_init(void)
 {
 	struct mrpin_policy *policy;
 
-	policy = kzalloc(sizeof(*policy), GFP_KERNEL);
+	policy = kzalloc_obj(*policy);
 	if (!policy)
 		return -ENOMEM;
 	mrpin_policy_defaults(policy);

@@ -16,6 +16,8 @@
 
 #include <linux/tracepoint.h>
 
+#include "compat.h"
+
 TRACE_EVENT(mrpin_pin,
 	TP_PROTO(u64 id, pid_t pid, const char *dev, unsigned long start,
 		 size_t length, u64 pinned_bytes, unsigned long caller),
@@ -32,7 +34,7 @@ TRACE_EVENT(mrpin_pin,
 	TP_fast_assign(
 		__entry->id = id;
 		__entry->pid = pid;
-		mrpin_assign_str(dev, dev);
+		mrpin_assign_str(dev);
 		__entry->start = start;
 		__entry->length = length;
 		__entry->pinned_bytes = pinned_bytes;
@@ -79,9 +81,9 @@ TRACE_EVENT(mrpin_deny,
 	),
 	TP_fast_assign(
 		__entry->pid = pid;
-		mrpin_assign_str(action, action);
-		mrpin_assign_str(scope, scope);
-		mrpin_assign_str(key, key);
+		mrpin_assign_str(action);
+		mrpin_assign_str(scope);
+		mrpin_assign_str(key);
 		__entry->asked = asked;
 		__entry->usage = usage;
 		__entry->limit = limit;
