@@ -50,11 +50,16 @@ build() {
 	make -s -C "$dir/src" O="$dir/build" LOCALVERSION=-mrpin-debug \
 		olddefconfig >/dev/null
 	# Every option the fragment sets must have stuck (a dependency missing
-	# would drop it silently).
-	grep -E '^(CONFIG_[A-Z0-9_]+=y|# CONFIG_[A-Z0-9_]+ is not set)' "$fragment" |
-	while read -r line; do
+	# would drop it silently); one it turns off must be off, or gone with
+	# what it depends on.
+	grep -E '^CONFIG_[A-Z0-9_]+=y' "$fragment" | while read -r line; do
 		grep -qxF "$line" "$dir/build/.config" ||
 			echo "debug-kernel: warning: '$line' did not stick" >&2
+	done
+	sed -n 's/^# \(CONFIG_[A-Z0-9_]*\) is not set$/\1/p' "$fragment" |
+	while read -r opt; do
+		! grep -qE "^$opt=[ym]" "$dir/build/.config" ||
+			echo "debug-kernel: warning: '# $opt is not set' did not stick" >&2
 	done
 	echo "debug-kernel: building with $jobs jobs (takes a while)" >&2
 	make -s -C "$dir/src" O="$dir/build" LOCALVERSION=-mrpin-debug \

@@ -32,7 +32,7 @@ num=0
 passed=0
 failed=0
 skipped=0
-plan=17
+plan=19
 
 echo "TAP version 13"
 echo "1..$plan"
@@ -260,6 +260,42 @@ dkms_builds_mrpin_for_the_test_kernel() {
 		[ "$(modinfo -F version "$ko")" = "$version" ]
 }
 
+# Every other kernel whose headers this machine has (setup.sh pkg installs
+# the 6.12 series' beside the test kernel's): dkms builds mrpin.ko for it.
+dkms_builds_mrpin_for_every_kernel_with_headers() {
+	local k ko n=0
+	need_root || skip "needs root" || return
+	[ -d "$dk/tree/mrpin" ] || fail "needs the previous test" || return
+	for k in /lib/modules/*/build; do
+		k=${k#/lib/modules/}
+		k=${k%/build}
+		[ "$k" = "$KVER" ] && continue
+		mkdir -p "$dk/modules/$k"
+		dkms build --dkmstree "$dk/tree" --sourcetree "$dk/src" \
+			mrpin/"$version" -k "$k" >/dev/null || fail "dkms build for $k failed" || return
+		ko=$(find "$dk/tree/mrpin/$version/$k" -name 'mrpin.ko*' | head -n1)
+		[ -n "$ko" ] || fail "no mrpin.ko built for $k" || return
+		echo "built for $k: $(modinfo -F vermagic "$ko")"
+		[ "$(modinfo -F vermagic "$ko" | cut -d' ' -f1)" = "$k" ] || return 1
+		n=$((n + 1))
+	done
+	[ "$n" -gt 0 ] || fail "no kernel but $KVER has headers (scripts/setup.sh pkg)"
+}
+
+# BUILD_EXCLUSIVE_KERNEL: a kernel older than 6.1 is skipped (exit 77).
+dkms_skips_a_kernel_before_6_1() {
+	local ksrc=$dk/ksrc-old rc
+	need_root || skip "needs root" || return
+	[ -d "$dk/tree/mrpin" ] || fail "needs the previous test" || return
+	mkdir -p "$ksrc"
+	cp "/lib/modules/$KVER/build/.config" "$ksrc/.config"
+	dkms build --dkmstree "$dk/tree" --sourcetree "$dk/src" mrpin/"$version" \
+		-k 5.15.0-1-amd64 --kernelsourcedir "$ksrc"
+	rc=$?
+	echo "5.15: dkms build exit status $rc"
+	[ "$rc" = 77 ]
+}
+
 # BUILD_EXCLUSIVE_CONFIG: a kernel without one of the options mrpin needs is
 # skipped (dkms exits 77) before anything is compiled.
 dkms_skips_a_kernel_without_an_option_mrpin_needs() {
@@ -416,6 +452,8 @@ check example_files_are_commented_out_and_well_formed \
 check make_install_keeps_an_edited_policy make_install_keeps_an_edited_policy
 check make_uninstall_keeps_only_the_edited_policy make_uninstall_keeps_only_the_edited_policy
 check dkms_builds_mrpin_for_the_test_kernel dkms_builds_mrpin_for_the_test_kernel
+check dkms_builds_mrpin_for_every_kernel_with_headers dkms_builds_mrpin_for_every_kernel_with_headers
+check dkms_skips_a_kernel_before_6_1 dkms_skips_a_kernel_before_6_1
 check dkms_skips_a_kernel_without_an_option_mrpin_needs \
 	dkms_skips_a_kernel_without_an_option_mrpin_needs
 check make_dkms_remove_leaves_no_trace make_dkms_remove_leaves_no_trace

@@ -379,10 +379,12 @@ pkg)
 	# dkms-install, scripts/install-test.sh): dkms and the test kernel's
 	# headers to build against, debhelper + dh-dkms + dpkg-dev to build the
 	# .debs, lintian to check them, systemd for systemd-analyze.
+	# The 6.12 series' headers too: dkms builds for every kernel it has.
 	kver=$(resolve_kver)
+	kver612=$(KSERIES=6.12 KVER= KFLAVOUR= "$here/setup.sh" kver)
 	need_pkgs make gcc kmod dkms debhelper dh-dkms dpkg-dev fakeroot lintian \
 		libncurses-dev libdw-dev pkg-config \
-		systemd "linux-headers-$kver"
+		systemd "linux-headers-$kver" "linux-headers-$kver612"
 	;;
 *)
 	die "usage: setup.sh kver|build|vm|paths|source|pkg"
