@@ -214,6 +214,18 @@ static unsigned long mrpin_umem_caller(unsigned long ret)
 	return ret;
 }
 
+/* After the real pin: record it, or roll its charge back; leave. */
+static struct ib_umem *mrpin_umem_pinned(struct mrpin_pin *pin,
+					 struct ib_umem *umem)
+{
+	if (pin && IS_ERR(umem))
+		mrpin_pin_abort(pin);
+	else if (pin)
+		mrpin_pin_commit(pin, umem);
+	percpu_ref_put(&mrpin_hook_pinners);
+	return umem;
+}
+
 /* A VA pin, tracked: ib_umem_get()'s arguments. */
 static struct ib_umem *mrpin_umem_get_va(struct ib_device *ibdev,
 					 unsigned long addr, size_t size,
@@ -221,23 +233,12 @@ static struct ib_umem *mrpin_umem_get_va(struct ib_device *ibdev,
 {
 	unsigned long ret = (unsigned long)__builtin_return_address(0);
 	struct mrpin_pin *pin;
-	struct ib_umem *umem;
 
 	pin = mrpin_pin_prepare(ibdev, addr, size, mrpin_umem_caller(ret));
-	if (IS_ERR(pin)) {
-		umem = ERR_CAST(pin);
-		goto out;
-	}
-	umem = mrpin_umem_pin_va(ibdev, addr, size, access);
-	if (pin) {
-		if (IS_ERR(umem))
-			mrpin_pin_abort(pin);
-		else
-			mrpin_pin_commit(pin, umem);
-	}
-out:
-	percpu_ref_put(&mrpin_hook_pinners);
-	return umem;
+	if (IS_ERR(pin))
+		return mrpin_umem_pinned(NULL, ERR_CAST(pin));
+	return mrpin_umem_pinned(pin, mrpin_umem_pin_va(ibdev, addr, size,
+							access));
 }
 
 #ifdef MRPIN_UMEM_DESC
@@ -253,7 +254,6 @@ mrpin_umem_get_desc(struct ib_device *ibdev,
 {
 	unsigned long ret = (unsigned long)__builtin_return_address(0);
 	struct mrpin_pin *pin = NULL;
-	struct ib_umem *umem;
 
 	if (desc->type == IB_UVERBS_BUFFER_TYPE_VA &&
 	    !(desc->flags & ~IB_UVERBS_BUFFER_DESC_FLAGS_KNOWN_MASK) &&
@@ -261,20 +261,9 @@ mrpin_umem_get_desc(struct ib_device *ibdev,
 	    !overflows_type(desc->length, size_t))
 		pin = mrpin_pin_prepare(ibdev, desc->addr, desc->length,
 					mrpin_umem_caller(ret));
-	if (IS_ERR(pin)) {
-		umem = ERR_CAST(pin);
-		goto out;
-	}
-	umem = ib_umem_get_desc(ibdev, desc, access);
-	if (pin) {
-		if (IS_ERR(umem))
-			mrpin_pin_abort(pin);
-		else
-			mrpin_pin_commit(pin, umem);
-	}
-out:
-	percpu_ref_put(&mrpin_hook_pinners);
-	return umem;
+	if (IS_ERR(pin))
+		return mrpin_umem_pinned(NULL, ERR_CAST(pin));
+	return mrpin_umem_pinned(pin, ib_umem_get_desc(ibdev, desc, access));
 }
 #endif
 
