@@ -133,6 +133,7 @@ mrpin_start_pinner() {
 	local name=$1
 
 	shift
+	: >"$tmp/$name"
 	"$(dirname "${BASH_SOURCE[0]}")/mrpin_pinner" --hold "$@" >"$tmp/$name" 2>&1 &
 	pid=$!
 	mrpin_wait_ready "$pid" "$tmp/$name"
