@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The pin path: what happens around every ib_umem_get() and
- * ib_umem_release(), and the per-pin records.
+ * The pin path: what happens around every VA pin and ib_umem_release(),
+ * and the per-pin records.
  *
- hook.c's wrapper of the VA pin (ib_umem_get(), or __ib_umem_get_va() on
+ * hook.c's wrapper of the VA pin (ib_umem_get(), or __ib_umem_get_va() on
  * kernels with ib_core's buffer descriptors) calls:
  *   before:  mrpin_pin_prepare() allocates the record, finds the owners
  *	      (process, user, cgroup) and the device, and charges the pin's
