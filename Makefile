@@ -10,8 +10,9 @@
 #                   (MRPIN_LOOPS=full: the repetition loops at full length)
 #   make check-debug  the same on a debug kernel (KASAN, lockdep, kmemleak,
 #                   failslab) built once from linux-source-6.12 and cached
-#   make check-all  what CI runs: every kernel series, RT, the debug kernel
-#                   and the packaging tests, and a table of the results
+#   make check-all  every kernel series, RT, the debug kernel and the
+#                   packaging tests, and a table of the results (CI runs
+#                   all of it but the debug kernel's suite)
 #   make demo       a real RDMA workload in the VM, and what mrpin sees
 #   make bench      benchmarks in the VM, with mrpin loaded and unloaded
 #   make shell      a root shell in the VM with rxe0 up and mrpin loaded
@@ -85,8 +86,9 @@ check-all:
 	@$(CURDIR)/scripts/check-all.sh
 
 # KVER and KDIR are exported for the generic kernel: let the debug flavour
-# choose its own.  The whole suite takes about half an hour there: the VM
-# gets an hour.
+# choose its own.  The whole suite takes from half an hour to over an hour
+# there, with other work beside it: the VM gets an hour
+# (MRPIN_VM_TIMEOUT=SECONDS for more).
 check-debug:
 	@env -u KVER -u KDIR -u KSERIES MRPIN_VM_TIMEOUT=$${MRPIN_VM_TIMEOUT:-3600} \
 		$(MAKE) --no-print-directory check KFLAVOUR=debug
