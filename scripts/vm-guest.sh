@@ -39,6 +39,13 @@ mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts 2>/dev/null ||
 	{ mkdir -p /dev/pts && mount -t devpts devpts /dev/pts; }
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+# Enabling a trace event registers probes on the scheduler's tracepoints to
+# record every task's comm: patching those hot call sites while the other
+# vCPU runs them is where QEMU 7.2's multi-threaded TCG can keep running a
+# stale translation and stall that vCPU for good (seen once, as a soft
+# lockup in text_poke_bp() under mrpin_limits' tracepoint test).  The tests
+# match trace lines by pid, which the trace keeps without it.
+echo 0 >/sys/kernel/tracing/options/record-cmd 2>/dev/null
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mkdir -p /dev/hugepages /dev/shm /tmp
 mount -t hugetlbfs hugetlbfs /dev/hugepages
