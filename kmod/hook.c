@@ -191,26 +191,28 @@ static struct ftrace_ops mrpin_hook_ops = {
  * address: beyond ib_core's pin helpers, walking the stack when the wrapper
  * was entered from one of them (7.x).
  */
+static bool mrpin_in_pin_helpers(unsigned long ip)
+{
+	unsigned int h;
+
+	for (h = 0; h < ARRAY_SIZE(mrpin_pin_helpers); h++)
+		if (mrpin_text_has(&mrpin_pin_helpers[h], ip))
+			return true;
+	return false;
+}
+
 static unsigned long mrpin_umem_caller(unsigned long ret)
 {
 	unsigned long entries[8];
-	unsigned int n, i, h;
+	unsigned int n, i;
 
-	for (h = 0; h < ARRAY_SIZE(mrpin_pin_helpers); h++)
-		if (mrpin_text_has(&mrpin_pin_helpers[h], ret))
-			break;
-	if (h == ARRAY_SIZE(mrpin_pin_helpers))
+	if (!mrpin_in_pin_helpers(ret))
 		return ret;
 	n = stack_trace_save(entries, ARRAY_SIZE(entries), 0);
-	for (i = 0; i < n; i++) {
-		if (within_module(entries[i], THIS_MODULE))
-			continue;
-		for (h = 0; h < ARRAY_SIZE(mrpin_pin_helpers); h++)
-			if (mrpin_text_has(&mrpin_pin_helpers[h], entries[i]))
-				break;
-		if (h == ARRAY_SIZE(mrpin_pin_helpers))
+	for (i = 0; i < n; i++)
+		if (!within_module(entries[i], THIS_MODULE) &&
+		    !mrpin_in_pin_helpers(entries[i]))
 			return entries[i];
-	}
 	return ret;
 }
 
