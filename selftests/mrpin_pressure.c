@@ -5,8 +5,12 @@
  * With the global max_pinned at an eighth of RAM, one process registers
  * 32 MiB regions until mrpin refuses it at the cap; then, with some page
  * cache to reclaim (files read from the host's /usr over 9p), another
- * process allocates and touches anonymous memory until the kernel starts
- * to reclaim.  The pinned total never passes the cap (sampled all along),
+ * process takes the free memory until the kernel starts to reclaim: most
+ * of it at once as huge pages of the hugetlb pool, which the kernel sets
+ * aside without faulting or zeroing a page (touching as much anonymous
+ * memory costs a fault a page: minutes under emulation, more on the debug
+ * kernel), the rest as anonymous memory it touches.  Neither can be
+ * reclaimed (the VM has no swap): the pressure falls on the page cache.  The pinned total never passes the cap (sampled all along),
  * registrations past it are still refused with ENOMEM under pressure, the
  * pins agree with VmPin, and no process is OOM-killed: the memory the cap
  * kept from the pinner is there for the rest of the machine.
@@ -24,6 +28,9 @@
 #define HOG_STEP	(8UL << 20)	/* the hog's allocation step */
 #define RETRIES		10		/* registrations tried under pressure */
 #define PAGE_CACHE	(128UL << 20)	/* file pages read before the hog */
+#define HUGE_PAGE	(2UL << 20)	/* the hugetlb pool's default size */
+#define HOG_TOUCHES	(256UL << 20)	/* free memory left to touching */
+#define NR_HUGEPAGES	"/proc/sys/vm/nr_hugepages"
 
 static uint64_t cache_read;
 
@@ -178,19 +185,55 @@ static int pinner(int cmd, int out, uint64_t max_regs)
 	return 0;
 }
 
-/*
- * The hog: allocate and touch memory until the kernel scans pages to
- * reclaim (or, to be safe, until MemAvailable is nearly gone); write the
- * bytes it holds, then hold them until killed.
- */
-static int hog(int cmd, int out, uint64_t unused)
+/* The hugetlb pool's size in pages, or -1 without hugetlbfs. */
+static long long nr_hugepages(void)
 {
-	long long scans = reclaim_scans();
-	uint64_t held = 0;
+	long long n = -1;
+	char *buf;
+
+	if (mrpin_read_file(NR_HUGEPAGES, &buf))
+		return -1;
+	sscanf(buf, "%lld", &n);
+	free(buf);
+	return n;
+}
+
+static int set_nr_hugepages(long long n)
+{
+	char num[32];
+	int fd, len, ret;
+
+	fd = open(NR_HUGEPAGES, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	len = snprintf(num, sizeof(num), "%lld", n);
+	ret = write(fd, num, len) == len ? 0 : -1;
+	close(fd);
+	return ret;
+}
+
+/*
+ * The hog: grow the hugetlb pool (from @pool_pages, its size before) by
+ * all the free memory but HOG_TOUCHES (the kernel gives what it can), then
+ * allocate and touch memory until the kernel scans pages to reclaim (or, to
+ * be safe, until MemAvailable is nearly gone); write the bytes it took,
+ * and of them the pool's, then hold them until killed.  The pool outlives
+ * the hog: the test shrinks it back.
+ */
+static int hog(int cmd, int out, uint64_t pool_pages)
+{
+	long long scans = reclaim_scans(), pool;
+	uint64_t held = 0, avail = meminfo("MemFree"), huge = 0;
 	char *p;
 
 	(void)cmd;
-	(void)unused;
+	if ((long long)pool_pages >= 0 && avail > HOG_TOUCHES + HUGE_PAGE) {
+		set_nr_hugepages(pool_pages + (avail - HOG_TOUCHES) / HUGE_PAGE);
+		pool = nr_hugepages();
+		if (pool > (long long)pool_pages)
+			huge = (pool - pool_pages) * HUGE_PAGE;
+		held = huge;
+	}
 	while (reclaim_scans() == scans && meminfo("MemAvailable") > HOG_STEP * 2) {
 		p = map_anon(HOG_STEP);
 		if (p == MAP_FAILED)
@@ -198,7 +241,8 @@ static int hog(int cmd, int out, uint64_t unused)
 		memset(p, 0x5a, HOG_STEP);
 		held += HOG_STEP;
 	}
-	if (write(out, &held, sizeof(held)) != sizeof(held))
+	if (write(out, &held, sizeof(held)) != sizeof(held) ||
+	    write(out, &huge, sizeof(huge)) != sizeof(huge))
 		return 1;
 	pause();
 	return 0;
@@ -216,6 +260,7 @@ static pid_t spawn(int (*fn)(int, int, uint64_t), int cmd, int out,
 
 FIXTURE(pressure) {
 	char *saved_policy;
+	long long saved_pool;	/* nr_hugepages before, or -1 */
 	pid_t pinner, hog;
 	int cmd[2], rep[2];
 };
@@ -225,6 +270,7 @@ FIXTURE_SETUP(pressure)
 	if (geteuid())
 		SKIP(return, "needs root");
 	ASSERT_EQ(0, mrpin_read_file(MRPIN_LIMITS_FILE, &self->saved_policy));
+	self->saved_pool = nr_hugepages();
 	ASSERT_EQ(0, pipe(self->cmd));
 	ASSERT_EQ(0, pipe(self->rep));
 }
@@ -239,6 +285,8 @@ FIXTURE_TEARDOWN(pressure)
 		kill(self->pinner, SIGKILL);
 		waitpid(self->pinner, NULL, 0);
 	}
+	if (self->saved_pool >= 0)
+		set_nr_hugepages(self->saved_pool);
 	if (self->saved_policy)
 		mrpin_limits_write(self->saved_policy,
 				   strlen(self->saved_policy));
@@ -247,7 +295,8 @@ FIXTURE_TEARDOWN(pressure)
 
 TEST_F_TIMEOUT(pressure, global_cap_holds_while_the_machine_reclaims, 600)
 {
-	uint64_t ram = meminfo("MemTotal"), cap, held, pinned, vmpin = 0, peak = 0;
+	uint64_t ram = meminfo("MemTotal"), cap, held, huge, pinned, vmpin = 0;
+	uint64_t peak = 0;
 	long long oom_kills = vmstat("oom_kill"), scans;
 	struct mrpin_proc_row *procs = NULL;
 	const struct mrpin_proc_row *row;
@@ -281,7 +330,7 @@ TEST_F_TIMEOUT(pressure, global_cap_holds_while_the_machine_reclaims, 600)
 	TH_LOG("%" PRIu64 " MiB of files read into the page cache",
 	       fill_page_cache() >> 20);
 	scans = reclaim_scans();
-	self->hog = spawn(hog, -1, self->rep[1], 0);
+	self->hog = spawn(hog, -1, self->rep[1], self->saved_pool);
 	ASSERT_GT(self->hog, 0);
 	pfd = (struct pollfd){ .fd = self->rep[0], .events = POLLIN };
 	while (poll(&pfd, 1, 20) == 0) {
@@ -291,8 +340,11 @@ TEST_F_TIMEOUT(pressure, global_cap_holds_while_the_machine_reclaims, 600)
 	}
 	ASSERT_EQ((ssize_t)sizeof(held),
 		  read(self->rep[0], &held, sizeof(held)));
-	TH_LOG("the other process holds %" PRIu64 " MiB; MemAvailable %" PRIu64
-	       " MiB; pages scanned for reclaim %lld", held >> 20,
+	ASSERT_EQ((ssize_t)sizeof(huge),
+		  read(self->rep[0], &huge, sizeof(huge)));
+	TH_LOG("the other process holds %" PRIu64 " MiB (%" PRIu64
+	       " MiB of huge pages); MemAvailable %" PRIu64
+	       " MiB; pages scanned for reclaim %lld", held >> 20, huge >> 20,
 	       meminfo("MemAvailable") >> 20, reclaim_scans() - scans);
 	EXPECT_GT(held, 0UL);
 	EXPECT_GT(reclaim_scans(), scans) TH_LOG("no reclaim: no pressure");
@@ -319,6 +371,10 @@ TEST_F_TIMEOUT(pressure, global_cap_holds_while_the_machine_reclaims, 600)
 	kill(self->hog, SIGKILL);
 	ASSERT_EQ(self->hog, waitpid(self->hog, &status, 0));
 	self->hog = 0;
+	if (self->saved_pool >= 0) {
+		EXPECT_EQ(0, set_nr_hugepages(self->saved_pool));
+		EXPECT_EQ(self->saved_pool, nr_hugepages());
+	}
 	ASSERT_EQ(1, write(self->cmd[1], "q", 1));
 	ASSERT_EQ(self->pinner, waitpid(self->pinner, &status, 0));
 	self->pinner = 0;
