@@ -1251,7 +1251,10 @@ TEST_F_TIMEOUT(bad_input, over_10000_generated_writes_fail_with_EINVAL_and_chang
 	uint64_t seed;
 	int ret;
 
-	if (mrpin_short_loops()) {
+	if (mrpin_debug_kernel()) {
+		scale = 5;
+		TH_LOG("short loops (the debug kernel): a twentieth of the generated writes");
+	} else if (mrpin_short_loops()) {
 		scale = 20;
 		TH_LOG("short loops (%s): a fifth of the generated writes",
 		       mrpin_short_loops_why());
