@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # `make check-all` (what CI runs): the whole suite on every kernel mrpin
-# supports, one after the other, then the packaging tests on the host, and a
-# table of what each step passed, failed and skipped, and how long it took.
+# supports, then the packaging tests on the host, and a table of what each
+# step passed, failed and skipped, and how long it took.
 #
 #   6.1           Debian 12's kernel, and mrpinctl's host tests
 #   6.12, 7       Debian 12's 6.12 (Debian 13 and RHEL 10 run 6.12) and the
@@ -18,47 +18,91 @@
 # say so), so that the whole run fits CI's time; MRPIN_LOOPS=full
 # check-all.sh runs them at full length on 6.1.
 #
+# How it runs:
+#   1. prepare: every step's packages, kernels and build roots, one after
+#      the other (they share the cache and apt); the debug kernel is built
+#      (once, then cached) by its own step, beside the others;
+#   2. the kernels' suites, MRPIN_JOBS (default 2) at a time, each in a
+#      copy of the tree of its own under build/check-all/STEP (a module is
+#      built for one kernel at a time).  A test VM keeps one host CPU busy
+#      on average, not two: most of a suite runs one process at a time, or
+#      waits.  The longest start first; each step's output is printed
+#      whole when it ends;
+#   3. install-test, alone (in a copy too): it installs and purges .debs
+#      on this machine, whose root the VMs read.
+#
 # Every step runs, whatever the one before did: the table shows them all.
 # The last line is "N passed, N failed, N skipped" over all the steps; the
 # exit status is 0 only when none failed.
 #
-#   check-all.sh [STEP...]     default: every step, in the order above
+#   check-all.sh [STEP...]     default: every step
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 cd "$repo" || exit 1
-mkdir -p build
+work=$repo/build/check-all
+jobs=${MRPIN_JOBS:-2}
+case "$jobs" in
+'' | *[!0-9]* | 0) echo "check-all: MRPIN_JOBS must be a positive number, not '$jobs'" >&2; exit 2 ;;
+esac
 
 all=(6.1 6.12 7 6.12-rt debug install-test)
+# The kernels' steps in the order they start: the longest first.
+kernels=(debug 6.12-rt 7 6.1 6.12)
 [ $# -gt 0 ] || set -- "${all[@]}"
+for s in "$@"; do
+	[[ " ${all[*]} " == *" $s "* ]] ||
+		{ echo "check-all: unknown step '$s' (one of: ${all[*]})" >&2; exit 2; }
+done
 
-# The build products of mrpin.ko: each kernel builds its own.
-clean_module() {
-	rm -f kmod/*.o kmod/*.ko kmod/*.mod kmod/*.mod.c kmod/.*.cmd \
-		kmod/modules.order kmod/Module.symvers modules.order Module.symvers \
-		.*.cmd
-	rm -rf .tmp_versions
+# step_env STEP: the series and flavour a step tests.
+step_env() {
+	case "$1" in
+	6.1) echo "KSERIES=6.1 KFLAVOUR=" ;;
+	6.12) echo "KSERIES=6.12 KFLAVOUR=" ;;
+	7) echo "KSERIES=7 KFLAVOUR=" ;;
+	6.12-rt) echo "KSERIES=6.12 KFLAVOUR=rt" ;;
+	debug) echo "KSERIES=6.12 KFLAVOUR=debug" ;;
+	install-test) echo "KSERIES=6.1 KFLAVOUR=" ;;
+	esac
 }
 
-# step NAME: run it; its "N passed, N failed, N skipped" line and seconds.
-step() {
-	local name=$1 log=build/check-all-$1.log start rc
-	local -a how
-	case "$name" in
-	6.1) how=(make check KSERIES=6.1 MRPIN_LOOPS="${MRPIN_LOOPS:-short}") ;;
-	6.12) how=(make check KSERIES=6.12 MRPIN_LOOPS=short) ;;
-	7) how=(make check KSERIES=7 MRPIN_LOOPS=short) ;;
-	6.12-rt) how=(make check KSERIES=6.12 KFLAVOUR=rt MRPIN_LOOPS=short) ;;
-	debug) how=(make check-debug MRPIN_LOOPS=short) ;;
-	install-test) how=(make install-test) ;;
-	*) echo "check-all: unknown step '$name' (one of: ${all[*]})" >&2; return 2 ;;
+# step_cmd STEP: what the step runs, in its tree.
+step_cmd() {
+	case "$1" in
+	6.1) echo make check MRPIN_LOOPS="${MRPIN_LOOPS:-short}" ;;
+	6.12 | 7 | 6.12-rt) echo make check MRPIN_LOOPS=short ;;
+	debug) echo make check-debug MRPIN_LOOPS=short ;;
+	install-test) echo make install-test ;;
 	esac
-	echo "check-all: $name: ${how[*]}" >&2
-	clean_module
+}
+
+# copy_tree DIR: the sources of this tree (what git tracks, and new files it
+# does not ignore; without git, all but build/) in DIR, nothing built.
+copy_tree() {
+	local dir=$1
+
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	if git -C "$repo" rev-parse --git-dir >/dev/null 2>&1; then
+		git -C "$repo" ls-files -z -c -o --exclude-standard |
+			tar -C "$repo" --null -T - -cf - | tar -C "$dir" -xf -
+	else
+		tar -C "$repo" --exclude=./build -cf - . | tar -C "$dir" -xf -
+	fi
+}
+
+# run_step STEP DIR: the step's command in DIR, its output in DIR.log and
+# its result ("STEP N passed, N failed, N skipped SECONDS") in DIR.result.
+run_step() {
+	local name=$1 dir=$2 log=$2.log start rc result seconds
+
 	start=$(date +%s)
-	env -u KVER -u KDIR -u KSERIES -u KFLAVOUR "${how[@]}" 2>&1 | tee "$log"
-	rc=${PIPESTATUS[0]}
+	# shellcheck disable=SC2046
+	(cd "$dir" && env -u KVER -u KDIR $(step_env "$name") \
+		$(step_cmd "$name")) >"$log" 2>&1
+	rc=$?
 	seconds=$(($(date +%s) - start))
 	result=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n1)
 	if [ -z "$result" ]; then
@@ -68,20 +112,83 @@ step() {
 		result=${result/ 0 failed/ 1 failed}
 	fi
 	[[ "$result" == *skipped* ]] || result+=", 0 skipped"
-	echo "check-all: $name: $result in ${seconds}s" >&2
-	rows+=("$name $result $seconds")
+	echo "$name $result $seconds" >"$dir.result"
 }
 
-rows=()
+# print_step STEP: its whole output, then its result line.
+print_step() {
+	local name=$1 row
+
+	echo "check-all: ===== $name: $(step_cmd "$name") ($(step_env "$name"))"
+	cat "$work/$name.log"
+	row="$name 0 passed, 1 failed, 0 skipped 0"
+	[ -f "$work/$name.result" ] && read -r row <"$work/$name.result"
+	row=${row#"$name "}
+	echo "check-all: $name: ${row% *} in ${row##* }s"
+}
+
 start_all=$(date +%s)
+mkdir -p "$work"
 for s in "$@"; do
-	step "$s"
+	rm -f "$work/$s.result"
 done
-clean_module
+
+# 1. Prepare, one step after the other.
+prep_start=$(date +%s)
+prep_failed=0
+for s in "$@"; do
+	case "$s" in
+	install-test) what=pkg ;;
+	debug) what=source ;;
+	*) what="build vm" ;;
+	esac
+	for w in $what; do
+		echo "check-all: prepare $s: setup.sh $w" >&2
+		# shellcheck disable=SC2046
+		env -u KVER -u KDIR $(step_env "$s") "$here/setup.sh" "$w" >/dev/null ||
+			{ echo "check-all: prepare $s: setup.sh $w failed" >&2; prep_failed=1; }
+	done
+done
+rows=("prepare 0 passed, $prep_failed failed, 0 skipped $(($(date +%s) - prep_start))")
+
+# 2. The kernels' suites, $jobs at a time.
+declare -A pid_step=()
+running=0
+for k in "${kernels[@]}"; do
+	[[ " $* " == *" $k "* ]] || continue
+	if [ "$running" -ge "$jobs" ]; then
+		wait -n -p done_pid
+		print_step "${pid_step[$done_pid]}"
+		running=$((running - 1))
+	fi
+	copy_tree "$work/$k"
+	echo "check-all: $k: started ($(step_cmd "$k"))" >&2
+	run_step "$k" "$work/$k" &
+	pid_step[$!]=$k
+	running=$((running + 1))
+done
+while [ "$running" -gt 0 ]; do
+	wait -n -p done_pid
+	print_step "${pid_step[$done_pid]}"
+	running=$((running - 1))
+done
+
+# 3. The packaging tests, alone, in this tree.
+if [[ " $* " == *" install-test "* ]]; then
+	copy_tree "$work/install-test"
+	run_step install-test "$work/install-test"
+	print_step install-test
+fi
+
+for s in "$@"; do
+	row="$s 0 passed, 1 failed, 0 skipped 0"
+	[ -f "$work/$s.result" ] && read -r row <"$work/$s.result"
+	rows+=("$row")
+done
 
 total_p=0 total_f=0 total_s=0
 echo
-printf '%-14s %8s %8s %8s %9s\n' kernel passed failed skipped seconds
+printf '%-14s %8s %8s %8s %9s\n' step passed failed skipped seconds
 for r in "${rows[@]}"; do
 	read -r name p _ f _ s _ secs <<<"${r//,/}"
 	printf '%-14s %8s %8s %8s %9s\n' "$name" "$p" "$f" "$s" "$secs"
