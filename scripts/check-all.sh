@@ -87,7 +87,8 @@ copy_tree() {
 	mkdir -p "$dir"
 	if git -C "$repo" rev-parse --git-dir >/dev/null 2>&1; then
 		git -C "$repo" ls-files -z -c -o --exclude-standard |
-			tar -C "$repo" --null -T - -cf - | tar -C "$dir" -xf -
+			tar -C "$repo" --null --ignore-failed-read -T - -cf - 2>/dev/null |
+			tar -C "$dir" -xf -
 	else
 		tar -C "$repo" --exclude=./build -cf - . | tar -C "$dir" -xf -
 	fi
@@ -99,9 +100,10 @@ run_step() {
 	local name=$1 dir=$2 log=$2.log start rc result seconds
 
 	start=$(date +%s)
+	# The copy is no git work tree: git must not find this one's above it.
 	# shellcheck disable=SC2046
-	(cd "$dir" && env -u KVER -u KDIR $(step_env "$name") \
-		$(step_cmd "$name")) >"$log" 2>&1
+	(cd "$dir" && env -u KVER -u KDIR GIT_CEILING_DIRECTORIES="$work" \
+		$(step_env "$name") $(step_cmd "$name")) >"$log" 2>&1
 	rc=$?
 	seconds=$(($(date +%s) - start))
 	result=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n1)
