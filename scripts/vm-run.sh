@@ -138,12 +138,6 @@ cmdline_extra='log_buf_len=16M'
 if grep -qx 'CONFIG_FAILSLAB=y' "$kdir/boot/config-$KVER" 2>/dev/null; then
 	cmdline_extra+=' slub_debug=A,mrpin_*'
 fi
-# Under KASAN and lockdep on TCG, ACPI's interpreter runs QEMU's PCI _PRT
-# method so slowly that it hits ACPICA's 30 s loop timeout at each
-# evaluation, twice a boot; the legacy PIRQ table routes the same IRQs.
-if grep -qx 'CONFIG_KASAN=y' "$kdir/boot/config-$KVER" 2>/dev/null; then
-	cmdline_extra+=' pci=noacpi'
-fi
 
 qemu=(qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot
 	-machine pc -accel "tcg,thread=$tcg" -cpu max -smp 2 -m "$mem"
