@@ -623,7 +623,12 @@ static int mrpin_apply_keys(struct mrpin_limits *lim, bool global,
 	return 0;
 }
 
-#define MRPIN_MAX_TOKENS (MRPIN_LINE_MAX / 2)
+/*
+ * The most words a line that can be valid has: a scope, a uid or cgroup,
+ * each key once.  (Room for every word a 256-byte line can hold would put
+ * a kilobyte of pointers on the stack.)
+ */
+#define MRPIN_MAX_TOKENS (2 + MRPIN_NR_KEYS)
 
 /* Apply one line (comment and newline removed) to the policy being built. */
 static int mrpin_apply_line(struct mrpin_policy *policy, char *line,
@@ -633,9 +638,15 @@ static int mrpin_apply_line(struct mrpin_policy *policy, char *line,
 	struct mrpin_rule key = { }, *rule;
 	int n = 0, scope;
 
-	while ((tok = strsep(&line, " \t\r")))
-		if (*tok)
-			toks[n++] = tok;
+	while ((tok = strsep(&line, " \t\r"))) {
+		if (!*tok)
+			continue;
+		if (n == MRPIN_MAX_TOKENS) {
+			*why = "too many words (each key at most once)";
+			return -EINVAL;
+		}
+		toks[n++] = tok;
+	}
 	if (!n)
 		return 0;
 
