@@ -12,7 +12,7 @@
 #                   failslab) built once from linux-source-6.12 and cached
 #   make check-all  every kernel series, RT, the debug kernel and the
 #                   packaging tests, two kernels at a time, and a table of
-#                   the results (what CI runs)
+#                   the results (CI runs all but the debug kernel's suite)
 #   make demo       a real RDMA workload in the VM, and what mrpin sees
 #   make bench      benchmarks in the VM, with mrpin loaded and unloaded
 #   make shell      a root shell in the VM with rxe0 up and mrpin loaded

@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# `make check-all` (what CI runs): the whole suite on every kernel mrpin
-# supports, then the packaging tests on the host, and a table of what each
-# step passed, failed and skipped, and how long it took.
+# `make check-all` (CI runs all of it but the debug step): the whole suite
+# on every kernel mrpin supports, then the packaging tests on the host, and
+# a table of what each step passed, failed and skipped, and how long it
+# took.
 #
 #   6.1           Debian 12's kernel, and mrpinctl's host tests
 #   6.12, 7       Debian 12's 6.12 (Debian 13 and RHEL 10 run 6.12) and the
