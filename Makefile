@@ -87,9 +87,9 @@ check-all:
 
 # KVER and KDIR are exported for the generic kernel: let the debug flavour
 # choose its own.  Its VM has 2 GiB (the tests size what they pin and touch
-# by the RAM they find, and every page costs more there); the suite takes
-# a quarter of an hour to half an hour, with other work beside it: the VM
-# gets an hour (MRPIN_VM_TIMEOUT=SECONDS for more).
+# by the RAM they find, and every page costs more there); the suite took
+# 45 minutes with another kernel's suite beside it: the VM gets an hour
+# (MRPIN_VM_TIMEOUT=SECONDS for more).
 check-debug:
 	@env -u KVER -u KDIR -u KSERIES MRPIN_VM_TIMEOUT=$${MRPIN_VM_TIMEOUT:-3600} \
 		MRPIN_VM_MEM=$${MRPIN_VM_MEM:-2G} \
