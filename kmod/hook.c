@@ -186,11 +186,7 @@ static struct ftrace_ops mrpin_hook_ops = {
 		 FTRACE_OPS_FL_RECURSION,
 };
 
-/*
- * The kernel function that asked for the pin, from a wrapper's return
- * address: beyond ib_core's pin helpers, walking the stack when the wrapper
- * was entered from one of them (7.x).
- */
+/* Whether @ip is inside one of ib_core's pin helpers. */
 static bool mrpin_in_pin_helpers(unsigned long ip)
 {
 	unsigned int h;
@@ -201,6 +197,11 @@ static bool mrpin_in_pin_helpers(unsigned long ip)
 	return false;
 }
 
+/*
+ * The kernel function that asked for the pin, from a wrapper's return
+ * address: beyond ib_core's pin helpers, walking the stack when the wrapper
+ * was entered from one of them (7.x).
+ */
 static unsigned long mrpin_umem_caller(unsigned long ret)
 {
 	unsigned long entries[8];

@@ -118,14 +118,21 @@ run_step() {
 	echo "$name $result $seconds" >"$dir.result"
 }
 
+# step_result STEP: its result row, or a failure if it left none.
+step_result() {
+	local row="$1 0 passed, 1 failed, 0 skipped 0"
+
+	[ -f "$work/$1.result" ] && read -r row <"$work/$1.result"
+	echo "$row"
+}
+
 # print_step STEP: its whole output, then its result line.
 print_step() {
 	local name=$1 row
 
 	echo "check-all: ===== $name: $(step_cmd "$name") ($(step_env "$name"))"
 	cat "$work/$name.log"
-	row="$name 0 passed, 1 failed, 0 skipped 0"
-	[ -f "$work/$name.result" ] && read -r row <"$work/$name.result"
+	row=$(step_result "$name")
 	row=${row#"$name "}
 	echo "check-all: $name: ${row% *} in ${row##* }s"
 }
@@ -184,9 +191,7 @@ if [[ " $* " == *" install-test "* ]]; then
 fi
 
 for s in "$@"; do
-	row="$s 0 passed, 1 failed, 0 skipped 0"
-	[ -f "$work/$s.result" ] && read -r row <"$work/$s.result"
-	rows+=("$row")
+	rows+=("$(step_result "$s")")
 done
 
 total_p=0 total_f=0 total_s=0
