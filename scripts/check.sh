@@ -9,9 +9,10 @@
 # touch the kernel: they run with the default (6.1) generic kernel's check
 # only, not again with KFLAVOUR=rt or debug or another KSERIES.
 #
-# The tests in $single_tcg patch kernel text while other vCPUs run it: they
-# get a VM of their own on single-threaded TCG (vm-run.sh --tcg single),
-# where QEMU cannot run a stale translation of the patched code.
+# The VM tests run in MRPIN_VM_JOBS VMs side by side (default: one per
+# CPU, at most as many as the free memory holds): each VM runs the tests
+# dealt to it, longest first, each to the VM with the least work so far.
+# The first VM's output is printed as it comes, the others' when they end.
 #
 #   check.sh [TEST...]       default: every test (TEST: VM tests only)
 set -uo pipefail
@@ -35,7 +36,6 @@ if [ $# -eq 0 ] && [ -z "${KFLAVOUR:-}" ] && [ "${KSERIES:-6.1}" = 6.1 ]; then
 		host_failed=1
 	fi
 fi
-single_tcg=(mrpin_reload_churn.sh)
 if [ $# -eq 0 ]; then
 	# shellcheck disable=SC2046
 	set -- $(make -s --no-print-directory -C "$repo/selftests" \
@@ -43,39 +43,93 @@ if [ $# -eq 0 ]; then
 		sed -n 's/^[^:]*://p')
 	[ $# -gt 0 ] || { echo "check: no selftest is listed (run make)" >&2; exit 1; }
 fi
-multi=() single=()
-for t in "$@"; do
-	if [[ " ${single_tcg[*]} " == *" $t "* ]]; then
-		single+=("$t")
-	else
-		multi+=("$t")
-	fi
+
+# What a test costs, in seconds on 6.1's generic kernel with short loops
+# (the times the KTAP stream gives); a test not listed counts 5.  Only the
+# dealing uses them: a wrong one costs time, never a result.
+declare -A cost=(
+	[mrpin_install.sh]=45 [mrpin_pressure]=35 [mrpin_reload_churn.sh]=35
+	[mrpin_diag]=33 [mrpin_params_fuzz.sh]=27 [mrpinctl_vm.sh]=26
+	[mrpin_load_loop.sh]=25 [mrpinctl_doctor.sh]=18 [mrpin_security.sh]=14
+	[mrpin_limits]=13 [mrpin_stress]=8 [mrpin_limits_policy.sh]=6)
+# failslab runs on the debug kernel only, where it is among the longest.
+[ "${KFLAVOUR:-}" = debug ] && cost[mrpin_failslab.sh]=50
+
+# VMs: one per CPU, no more than the tests, nor than the memory holds
+# (the guest's RAM, MRPIN_VM_MEM, plus 1 GiB for QEMU and the host each).
+vm_mem=${MRPIN_VM_MEM:-4G}
+case "$vm_mem" in
+*[gG]) vm_mib=$((${vm_mem%[gG]} * 1024)) ;;
+*[mM]) vm_mib=${vm_mem%[mM]} ;;
+*) vm_mib=$((vm_mem)) ;;
+esac
+free_mib=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
+jobs=${MRPIN_VM_JOBS:-$(nproc)}
+[ "$jobs" -le $((free_mib / (vm_mib + 1024))) ] || jobs=$((free_mib / (vm_mib + 1024)))
+[ "$jobs" -le $# ] || jobs=$#
+[ "$jobs" -ge 1 ] || jobs=1
+
+# Deal the tests: longest first (the listed order among equals), each to
+# the VM with the least work so far.
+declare -a lane_tests lane_work
+for ((i = 0; i < jobs; i++)); do
+	lane_tests[i]='' lane_work[i]=0
+done
+by_cost=$(for t in "$@"; do echo "${cost[$t]:-5} $t"; done | sort -s -k1,1nr | cut -d' ' -f2)
+for t in $by_cost; do
+	min=0
+	for ((i = 1; i < jobs; i++)); do
+		[ "${lane_work[i]}" -lt "${lane_work[min]}" ] && min=$i
+	done
+	lane_tests[min]+=" $t"
+	lane_work[min]=$((lane_work[min] + ${cost[$t]:-5}))
 done
 
-# run_vm TCG TEST...: the tests in one VM, their KTAP appended to $ktap.
-: >"$ktap"
-planned=0 vm_failed=0
+# run_vm N TEST...: the tests in VM N, their KTAP in $lane_dir/N.ktap, what
+# vm-run.sh says in N.err (VM 1: on stderr), its exit status in N.status.
+lane_dir=$(mktemp -d)
+trap 'rm -rf "$lane_dir"' EXIT
 run_vm() {
-	local tcg=$1 log=${MRPIN_VM_LOG:-$repo/build/vm/console.log} out status plan
+	local n=$1 log=${MRPIN_VM_LOG:-$repo/build/vm/console.log}
 
 	shift
-	[ $# -gt 0 ] || return 0
-	[ "$tcg" = multi ] || log=${log%.log}-tcg-$tcg.log
-	out=$(mktemp)
-	MRPIN_VM_LOG=$log "$here/vm-run.sh" --tcg "$tcg" -- \
-		selftests/run_kselftest.sh "$@" | tee "$out"
-	status=${PIPESTATUS[0]}
-	cat "$out" >>"$ktap"
-	plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$out" | head -n1)
+	[ "$n" = 1 ] || log=${log%.log}-$n.log
+	if [ "$n" = 1 ]; then
+		MRPIN_VM_LOG=$log "$here/vm-run.sh" -- selftests/run_kselftest.sh "$@" \
+			>"$lane_dir/$n.ktap"
+	else
+		MRPIN_VM_LOG=$log "$here/vm-run.sh" -- selftests/run_kselftest.sh "$@" \
+			>"$lane_dir/$n.ktap" 2>"$lane_dir/$n.err"
+	fi
+	echo $? >"$lane_dir/$n.status"
+}
+for ((i = 1; i < jobs; i++)); do
+	echo "check: VM $((i + 1)) of $jobs runs${lane_tests[i]} (its output when it ends)" >&2
+	# shellcheck disable=SC2086
+	run_vm $((i + 1)) ${lane_tests[i]} &
+done
+[ "$jobs" = 1 ] || echo "check: VM 1 of $jobs runs${lane_tests[0]}" >&2
+# shellcheck disable=SC2086
+run_vm 1 ${lane_tests[0]} &
+tail -n +1 --pid=$! -F "$lane_dir/1.ktap" 2>/dev/null
+wait
+
+: >"$ktap"
+planned=0 vm_failed=0
+for ((i = 0; i < jobs; i++)); do
+	n=$((i + 1))
+	[ "$n" = 1 ] || cat "$lane_dir/$n.ktap" "$lane_dir/$n.err"
+	cat "$lane_dir/$n.ktap" >>"$ktap"
+	plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$lane_dir/$n.ktap" | head -n1)
+	# shellcheck disable=SC2086
+	set -- ${lane_tests[i]}
 	planned=$((planned + ${plan:-$#}))
-	rm -f "$out"
+	status=$(cat "$lane_dir/$n.status")
 	if [ "$status" != 0 ]; then
-		echo "check: the VM run of $* failed (status $status; console in $log)" >&2
+		echo "check: VM $n ($*) failed (status $status; console in build/vm/)" >&2
 		vm_failed=$((vm_failed + 1))
 	fi
-}
-run_vm multi "${multi[@]}"
-run_vm single "${single[@]}"
+done
 
 passed=$(grep -Ec '^ok [0-9]+ ' "$ktap")
 skipped=$(grep -Ec '^ok [0-9]+ .*# SKIP' "$ktap")

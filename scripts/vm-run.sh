@@ -10,17 +10,14 @@
 #
 # Options: --shell, --no-mrpin (do not insmod mrpin.ko), --timeout SECONDS
 # (default $MRPIN_VM_TIMEOUT or 1200), --mem SIZE (default $MRPIN_VM_MEM or 4G),
-# --tcg single|multi: one host thread for both vCPUs, or one each (the
-# default).  QEMU 7.2's multi-threaded TCG can keep running a stale
-# translation of kernel text another vCPU has just patched (see the README,
-# "Reloading under traffic"); tests that patch text under load use single.
-#
-# The run fails (non-zero) when the guest's kernel log shows an Oops, BUG,
-# WARNING, lockup, KASAN/lockdep/kmemleak/UBSAN report or panic, when the
-# kernel picks up a taint other than out-of-tree (O) or unsigned (E), when
-# `rmmod mrpin` fails at the end, or when the guest dies or hangs.  The
-# console log is kept in build/vm/console.log (or $MRPIN_VM_LOG); its tail is
-# printed on failure.
+# --tcg single|multi: one host thread for both vCPUs (the default), or one
+# each.  The guest has two CPUs either way.  Single-threaded TCG is as fast
+# for the suite, and two VMs side by side each keep their speed; on
+# multi-threaded TCG a vCPU spinning on a lock whose holder the host has
+# descheduled burns a CPU, so two VMs side by side took twice the CPU time
+# and about twice as long each (README, "The test bed").  QEMU 7.2's
+# multi-threaded TCG can also keep running a stale translation of kernel
+# text another vCPU has just patched (README, "Reloading under traffic").
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,7 +26,7 @@ mode=run
 load=1
 timeout=${MRPIN_VM_TIMEOUT:-1200}
 mem=${MRPIN_VM_MEM:-4G}
-tcg=multi
+tcg=single
 
 while [ $# -gt 0 ]; do
 	case "$1" in

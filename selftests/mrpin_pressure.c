@@ -4,19 +4,22 @@
  *
  * With the global max_pinned at an eighth of RAM, one process registers
  * 32 MiB regions until mrpin refuses it at the cap; then, with some page
- * cache to reclaim (files read from the host's /usr over 9p), another
+ * cache to reclaim (large files of the host's /usr read over 9p), another
  * process takes the free memory until the kernel starts to reclaim: most
  * of it at once as huge pages of the hugetlb pool, which the kernel sets
  * aside without faulting or zeroing a page (touching as much anonymous
  * memory costs a fault a page: minutes under emulation, more on the debug
  * kernel), the rest as anonymous memory it touches.  Neither can be
- * reclaimed (the VM has no swap): the pressure falls on the page cache.  The pinned total never passes the cap (sampled all along),
+ * reclaimed (the VM has no swap): the pressure falls on the page cache.
+ * The pinned total never passes the cap (sampled all along),
  * registrations past it are still refused with ENOMEM under pressure, the
  * pins agree with VmPin, and no process is OOM-killed: the memory the cap
  * kept from the pinner is there for the rest of the machine.
  */
 #define _GNU_SOURCE
-#include <ftw.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -32,33 +35,76 @@
 #define HOG_TOUCHES	(256UL << 20)	/* free memory left to touching */
 #define NR_HUGEPAGES	"/proc/sys/vm/nr_hugepages"
 
-static uint64_t cache_read;
+#define BIG_FILE	(1UL << 20)	/* files read for the page cache */
 
-static int read_one_file(const char *path, const struct stat *st, int type,
-			 struct FTW *ftw)
+/* Read @path whole into the page cache; return the bytes read. */
+static uint64_t read_one_file(int dirfd, const char *name)
 {
 	static char buf[1 << 20];
+	uint64_t done = 0;
 	ssize_t n;
 	int fd;
 
-	(void)ftw;
-	if (type != FTW_F || !S_ISREG(st->st_mode))
-		return 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return 0;
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		cache_read += n;
+		done += n;
 	close(fd);
-	return cache_read >= PAGE_CACHE;
+	return done;
 }
 
-/* Fill the page cache with clean file pages: memory the kernel can reclaim. */
+/* The directory libibverbs was loaded from (the system's libraries). */
+static void library_dir(char *dir, size_t size)
+{
+	char *maps, *line, *path, *slash;
+
+	snprintf(dir, size, "/usr/lib");
+	if (mrpin_read_file("/proc/self/maps", &maps))
+		return;
+	line = strstr(maps, "/libibverbs.so");
+	if (line) {
+		while (line > maps && line[-1] != ' ')
+			line--;
+		path = line;
+		slash = strstr(path, "/libibverbs.so");
+		snprintf(dir, size, "%.*s", (int)(slash - path), path);
+	}
+	free(maps);
+}
+
+/*
+ * Fill the page cache with clean file pages, memory the kernel can
+ * reclaim: the files of at least BIG_FILE in the system's library and
+ * program directories (over 9p in the VM, a file costs a round trip per
+ * lookup: a few hundred large ones, not a tree of small ones), until
+ * PAGE_CACHE bytes are read.
+ */
 static uint64_t fill_page_cache(void)
 {
-	cache_read = 0;
-	nftw("/usr/lib", read_one_file, 32, FTW_PHYS);
-	return cache_read;
+	char libdir[PATH_MAX];
+	const char *dirs[] = { libdir, "/usr/bin", "/usr/sbin" };
+	uint64_t cached = 0;
+	struct dirent *de;
+	struct stat st;
+	unsigned int i;
+	DIR *dir;
+
+	library_dir(libdir, sizeof(libdir));
+	for (i = 0; i < MRPIN_ARRAY_SIZE(dirs) && cached < PAGE_CACHE; i++) {
+		dir = opendir(dirs[i]);
+		if (!dir)
+			continue;
+		while (cached < PAGE_CACHE && (de = readdir(dir))) {
+			if (fstatat(dirfd(dir), de->d_name, &st,
+				    AT_SYMLINK_NOFOLLOW) ||
+			    !S_ISREG(st.st_mode) || st.st_size < (off_t)BIG_FILE)
+				continue;
+			cached += read_one_file(dirfd(dir), de->d_name);
+		}
+		closedir(dir);
+	}
+	return cached;
 }
 
 /* Anonymous memory in 2 MiB pages where the kernel has THP: fewer faults. */
@@ -296,8 +342,9 @@ FIXTURE_TEARDOWN(pressure)
 TEST_F_TIMEOUT(pressure, global_cap_holds_while_the_machine_reclaims, 600)
 {
 	uint64_t ram = meminfo("MemTotal"), cap, held, huge, pinned, vmpin = 0;
-	uint64_t peak = 0;
+	uint64_t peak = 0, cached;
 	long long oom_kills = vmstat("oom_kill"), scans;
+	double t = mrpin_now_s();
 	struct mrpin_proc_row *procs = NULL;
 	const struct mrpin_proc_row *row;
 	struct pinner_report rep;
@@ -317,8 +364,8 @@ TEST_F_TIMEOUT(pressure, global_cap_holds_while_the_machine_reclaims, 600)
 	self->pinner = spawn(pinner, self->cmd[0], self->rep[1], cap / CHUNK);
 	ASSERT_GT(self->pinner, 0);
 	ASSERT_EQ((ssize_t)sizeof(rep), read(self->rep[0], &rep, sizeof(rep)));
-	TH_LOG("cap %" PRIu64 " MiB: %d registrations of 32 MiB, then errno %d",
-	       cap >> 20, rep.regs, rep.err);
+	TH_LOG("cap %" PRIu64 " MiB: %d registrations of 32 MiB, then errno %d (%.0f s)",
+	       cap >> 20, rep.regs, rep.err, mrpin_now_s() - t);
 	EXPECT_EQ((int)(cap / CHUNK), rep.regs);
 	EXPECT_EQ(ENOMEM, rep.err);
 	pinned = pinned_now();
@@ -327,8 +374,11 @@ TEST_F_TIMEOUT(pressure, global_cap_holds_while_the_machine_reclaims, 600)
 	EXPECT_EQ(pinned, vmpin);
 
 	/* Another process takes the rest until the kernel reclaims. */
-	TH_LOG("%" PRIu64 " MiB of files read into the page cache",
-	       fill_page_cache() >> 20);
+	t = mrpin_now_s();
+	cached = fill_page_cache();
+	TH_LOG("%" PRIu64 " MiB of files read into the page cache (%.0f s)",
+	       cached >> 20, mrpin_now_s() - t);
+	t = mrpin_now_s();
 	scans = reclaim_scans();
 	self->hog = spawn(hog, -1, self->rep[1], self->saved_pool);
 	ASSERT_GT(self->hog, 0);
@@ -343,9 +393,11 @@ TEST_F_TIMEOUT(pressure, global_cap_holds_while_the_machine_reclaims, 600)
 	ASSERT_EQ((ssize_t)sizeof(huge),
 		  read(self->rep[0], &huge, sizeof(huge)));
 	TH_LOG("the other process holds %" PRIu64 " MiB (%" PRIu64
-	       " MiB of huge pages); MemAvailable %" PRIu64
+	       " MiB of huge pages, %.0f s); MemAvailable %" PRIu64
 	       " MiB; pages scanned for reclaim %lld", held >> 20, huge >> 20,
-	       meminfo("MemAvailable") >> 20, reclaim_scans() - scans);
+	       mrpin_now_s() - t, meminfo("MemAvailable") >> 20,
+	       reclaim_scans() - scans);
+	t = mrpin_now_s();
 	EXPECT_GT(held, 0UL);
 	EXPECT_GT(reclaim_scans(), scans) TH_LOG("no reclaim: no pressure");
 	EXPECT_LE(peak, cap);
@@ -380,6 +432,7 @@ TEST_F_TIMEOUT(pressure, global_cap_holds_while_the_machine_reclaims, 600)
 	self->pinner = 0;
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	EXPECT_EQ(0UL, pinned_now());
+	TH_LOG("retries under pressure and teardown: %.0f s", mrpin_now_s() - t);
 }
 
 TEST_HARNESS_MAIN
