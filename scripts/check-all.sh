@@ -25,10 +25,11 @@
 #      (once, then cached) by its own step, beside the others;
 #   2. the kernels' suites, MRPIN_JOBS (default 2) at a time, each in a
 #      copy of the tree of its own under build/check-all/STEP (a module is
-#      built for one kernel at a time).  A test VM keeps one host CPU busy
-#      on average, not two: most of a suite runs one process at a time, or
-#      waits.  The longest start first; each step's output is printed
-#      whole when it ends;
+#      built for one kernel at a time), each with MRPIN_VM_JOBS test VMs
+#      (default: the CPUs shared out among the steps running, at least
+#      one).  A test VM runs on one host CPU (single-threaded TCG), so
+#      the CPUs share out without one VM slowing another.  The longest
+#      start first; each step's output is printed whole when it ends;
 #   3. install-test, alone (in a copy too): it installs and purges .debs
 #      on this machine, whose root the VMs read.
 #
@@ -47,6 +48,8 @@ jobs=${MRPIN_JOBS:-2}
 case "$jobs" in
 '' | *[!0-9]* | 0) echo "check-all: MRPIN_JOBS must be a positive number, not '$jobs'" >&2; exit 2 ;;
 esac
+vm_jobs=$(($(nproc) / jobs))
+export MRPIN_VM_JOBS=${MRPIN_VM_JOBS:-$((vm_jobs > 0 ? vm_jobs : 1))}
 
 all=(6.1 6.12 7 6.12-rt debug install-test)
 # The kernels' steps in the order they start: the longest first.

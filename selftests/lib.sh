@@ -58,6 +58,65 @@ ktap_finish() {
 	exit $KSFT_FAIL
 }
 
+# json_holds FILE EXPR: the Python expression EXPR, of d (FILE's JSON),
+# holds.  jsonl_holds FILE EXPR: the same with d the list of FILE's lines,
+# each a JSON value.  json_value FILE EXPR: print EXPR's value (call one
+# of them in the test's own shell first: a $(json_value) alone starts an
+# interpreter that ends with its subshell).  One python3 answers
+# every call of a test, started at the first (on the debug kernel under
+# emulation an interpreter's start-up takes seconds); an error in FILE or
+# EXPR is a false answer, and its reason goes to stderr.
+json_query() {
+	local mode=$1 file=$2 expr=$3 answer
+
+	case "$file$expr" in
+	*$'\n'* | *$'\t'*) echo "# json_query: a tab or newline in '$file' '$expr'" >&2; return 2 ;;
+	esac
+	if [ -z "${JSON_PY_PID:-}" ]; then
+		coproc JSON_PY {
+			exec python3 -c '
+import json, os, sys
+# Hold no descriptor of the test but the pipes: a FIFO left open
+# here would keep its reader from ever seeing its end.
+os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+for line in sys.stdin:
+    mode, path, expr = line.rstrip("\n").split("\t", 2)
+    try:
+        with open(path) as f:
+            if mode == "lines":
+                d = [json.loads(x) for x in f]
+            else:
+                d = json.load(f)
+        value = eval(expr, {"d": d})
+        answer = str(value) if mode == "value" else "1" if value else "0"
+    except Exception as e:
+        print(f"# {path}: {expr}: {type(e).__name__}: {e}", file=sys.stderr)
+        answer = "" if mode == "value" else "0"
+    print(answer.replace("\n", " "), flush=True)
+'
+		}
+	fi
+	printf '%s\t%s\t%s\n' "$mode" "$file" "$expr" >&"${JSON_PY[1]}" &&
+		IFS= read -r answer <&"${JSON_PY[0]}" || return 2
+	if [ "$mode" = value ]; then
+		printf '%s\n' "$answer"
+	else
+		[ "$answer" = 1 ]
+	fi
+}
+
+json_holds() {
+	json_query holds "$@"
+}
+
+jsonl_holds() {
+	json_query lines "$@"
+}
+
+json_value() {
+	json_query value "$@"
+}
+
 require_root() {
 	[ "$(id -u)" = 0 ] || ktap_skip_all "needs root"
 }

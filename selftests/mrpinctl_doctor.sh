@@ -44,7 +44,7 @@ doctor() {
 
 # has EXPR: EXPR (of d, the findings) holds for the last `doctor -j`.
 has() {
-	python3 -c "import json,sys; d=json.load(open('$tmp/out')); sys.exit(0 if ($1) else 1)"
+	json_holds "$tmp/out" "$1"
 }
 
 # start NAME PROGRAM ARGS...: PROGRAM holding its MRs until stop NAME;
@@ -102,8 +102,11 @@ start pinner "$PINNER" 8K@100 4M@4096 4M@8192
 # The MR table: enough MRs for mr_table_warn=1% of rxe0's max_mr, made by
 # two functions of a -g program (the call sites): reg_site_a first, then
 # reg_site_b, more of them.
-max_mr=$("$CTL" -j dev | python3 -c 'import json,sys; print([x["max_mr"] for x in json.load(sys.stdin) if x["device"] == "rxe0"][0])')
-rxe_pins=$("$CTL" -j dev | python3 -c 'import json,sys; print([x["pins"] for x in json.load(sys.stdin) if x["device"] == "rxe0"][0])')
+"$CTL" -j dev >"$tmp/dev"
+json_holds "$tmp/dev" "[x for x in d if x['device'] == 'rxe0']" ||
+	ktap_diag "mrpinctl dev shows no rxe0: $(cat "$tmp/dev")"
+max_mr=$(json_value "$tmp/dev" "[x['max_mr'] for x in d if x['device'] == 'rxe0'][0]")
+rxe_pins=$(json_value "$tmp/dev" "[x['pins'] for x in d if x['device'] == 'rxe0'][0]")
 need=$(((max_mr + 99) / 100 - rxe_pins + 8))
 [ "$need" -lt 60 ] && need=60
 ktap_diag "rxe0: max_mr $max_mr, $rxe_pins pins; mrpin_mistakes registers 50 + $need"
@@ -119,7 +122,7 @@ pinned=$(mrpin_stat pinned_bytes)
 
 doctor -j
 ktap_check "mistakes_exit_1_valid_json" eval "[ $rc = 1 ] && has True"
-ktap_diag "exit $rc; kinds: $(python3 -c "import json; print(' '.join(f['kind'] for f in json.load(open('$tmp/out'))))" 2>&1)"
+ktap_diag "exit $rc; kinds: $(json_value "$tmp/out" "' '.join(f['kind'] for f in d)")"
 [ "$rc" = 1 ] || ktap_diag "doctor exited $rc: $(cat "$tmp/err")"
 ktap_check "stack_buffer_named_with_its_process_and_caller" has \
 	"[(f['evidence']['stack_pins'], f['evidence']['live_stack_pins'], f['evidence']['callers']) for f in d if f['kind'] == 'stack' and f['subject'].get('pid') == $stack] == [(1, 1, 'rxe_mr_init_user')] and [f['severity'] for f in d if f['kind'] == 'stack'] == ['high']"

@@ -33,8 +33,7 @@ echo reset >"$LIMITS"
 json_is() {
 	local expr=$1
 	shift
-	"$CTL" -j "$@" >"$tmp/json" 2>"$tmp/err" &&
-		python3 -c "import json,sys; d=json.load(open('$tmp/json')); sys.exit(0 if ($expr) else 1)"
+	"$CTL" -j "$@" >"$tmp/json" 2>"$tmp/err" && json_holds "$tmp/json" "$expr"
 }
 
 # start_pinner ARGS...: mrpin_pinner holding its MRs until stop_pinner.
@@ -89,7 +88,8 @@ json_ok=1
 for cmd in status proc pin dev "limit show" events; do
 	for opt in -j -p; do
 		# shellcheck disable=SC2086
-		"$CTL" $opt $cmd | python3 -c 'import json,sys; json.load(sys.stdin)' || json_ok=0
+		"$CTL" $opt $cmd >"$tmp/json"
+		json_holds "$tmp/json" True || json_ok=0
 	done
 done
 ktap_check "every_command_prints_valid_json" test "$json_ok" = 1
@@ -176,7 +176,7 @@ rm -rf /etc/mrpin.conf /etc/mrpin.d
 
 # 5. Events: a denial, read back; --follow sees a new one.
 "$CTL" -j events >"$tmp/events0"
-n0=$(python3 -c "import json; print(len(json.load(open('$tmp/events0'))))")
+n0=$(json_value "$tmp/events0" "len(d)")
 "$CTL" limit set process max_pinned=64K
 "$here/mrpin_pinner" 1M </dev/null >"$tmp/denied" 2>&1
 ktap_check "registration_over_the_limit_is_refused" grep -q 'Cannot allocate memory' "$tmp/denied"
@@ -194,8 +194,9 @@ for _ in $(seq 50); do
 done
 kill "$follower" 2>/dev/null
 wait "$follower" 2>/dev/null
+tail -n1 "$tmp/follow" >"$tmp/followed"
 ktap_check "events_follow_sees_a_new_denial" \
-	bash -c "tail -n1 '$tmp/follow' | python3 -c 'import json,sys; e=json.load(sys.stdin); sys.exit(0 if e[\"asked\"] == 2097152 and e[\"action\"] == \"deny\" else 1)'"
+	json_holds "$tmp/followed" "d['asked'] == 2097152 and d['action'] == 'deny'"
 ktap_check "status_counts_the_denials" \
 	json_is "d['denials_total'] == $(mrpin_stat denials_total) >= 2" status
 "$CTL" limit reset
@@ -218,8 +219,9 @@ ktap_check "export_file_written_atomically" \
 # 7. top.
 ktap_check "top_plain_when_not_a_terminal" \
 	bash -c "'$CTL' top --iterations 2 --delay 0.2 | grep -Ec '^ *$pid +mrpin_pinner' | grep -qx 2"
+"$CTL" -j top -n 2 -d 0.2 >"$tmp/top"
 ktap_check "top_json_lines" \
-	bash -c "'$CTL' -j top -n 2 -d 0.2 | python3 -c 'import json,sys; l=[json.loads(x) for x in sys.stdin]; sys.exit(0 if len(l) == 2 and any(p[\"pid\"] == $pid for p in l[0][\"procs\"]) else 1)'"
+	jsonl_holds "$tmp/top" "len(d) == 2 and any(p['pid'] == $pid for p in d[0]['procs'])"
 TERM=xterm timeout 30 python3 "$PTY_TOP" "$CTL" top >"$tmp/screen" 2>&1
 rc=$?
 ktap_check "top_on_a_terminal_draws_and_quits_on_q" \
