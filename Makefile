@@ -12,7 +12,7 @@
 #                   failslab) built once from linux-source-6.12 and cached
 #   make check-all  every kernel series, RT, the debug kernel and the
 #                   packaging tests, two kernels at a time, and a table of
-#                   the results (CI runs all but the debug kernel's suite)
+#                   the results (what CI runs)
 #   make demo       a real RDMA workload in the VM, and what mrpin sees
 #   make bench      benchmarks in the VM, with mrpin loaded and unloaded
 #   make shell      a root shell in the VM with rxe0 up and mrpin loaded
@@ -86,10 +86,9 @@ check-all:
 	@$(CURDIR)/scripts/check-all.sh
 
 # KVER and KDIR are exported for the generic kernel: let the debug flavour
-# choose its own.  Its VM has 2 GiB (the tests size what they pin and touch
-# by the RAM they find, and every page costs more there); the suite took
-# 45 minutes with another kernel's suite beside it: the VM gets an hour
-# (MRPIN_VM_TIMEOUT=SECONDS for more).
+# choose its own.  Its VMs have 2 GiB (the tests size what they pin and
+# touch by the RAM they find, and every page costs more there) and an hour
+# each (MRPIN_VM_TIMEOUT=SECONDS for more).
 check-debug:
 	@env -u KVER -u KDIR -u KSERIES MRPIN_VM_TIMEOUT=$${MRPIN_VM_TIMEOUT:-3600} \
 		MRPIN_VM_MEM=$${MRPIN_VM_MEM:-2G} \

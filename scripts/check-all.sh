@@ -1,10 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# `make check-all` (CI runs all of it but the debug step): the whole suite
-# on every kernel mrpin supports, then the packaging tests on the host, and
-# a table of what each step passed, failed and skipped, and how long it
-# took.
+# `make check-all` (what CI runs): the whole suite on every kernel mrpin
+# supports, then the packaging tests on the host, and a table of what each
+# step passed, failed and skipped, and how long it took.
 #
 #   6.1           Debian 12's kernel, and mrpinctl's host tests
 #   6.12, 7       Debian 12's 6.12 (Debian 13 and RHEL 10 run 6.12) and the
@@ -25,11 +24,13 @@
 #      (once, then cached) by its own step, beside the others;
 #   2. the kernels' suites, MRPIN_JOBS (default 2) at a time, each in a
 #      copy of the tree of its own under build/check-all/STEP (a module is
-#      built for one kernel at a time), each with MRPIN_VM_JOBS test VMs
-#      (default: the CPUs shared out among the steps running, at least
-#      one).  A test VM runs on one host CPU (single-threaded TCG), so
-#      the CPUs share out without one VM slowing another.  The longest
-#      start first; each step's output is printed whole when it ends;
+#      built for one kernel at a time), the longest first, each with
+#      MRPIN_VM_JOBS test VMs (default: the CPUs shared out among the
+#      steps running, at least one; the debug kernel's step, by far the
+#      longest and the last to end, one per CPU).  A test VM runs on one
+#      host CPU (single-threaded TCG), so the CPUs share out without one
+#      VM slowing another.  Each step's output is printed whole when it
+#      ends;
 #   3. install-test, alone (in a copy too): it installs and purges .debs
 #      on this machine, whose root the VMs read.
 #
@@ -49,7 +50,7 @@ case "$jobs" in
 '' | *[!0-9]* | 0) echo "check-all: MRPIN_JOBS must be a positive number, not '$jobs'" >&2; exit 2 ;;
 esac
 vm_jobs=$(($(nproc) / jobs))
-export MRPIN_VM_JOBS=${MRPIN_VM_JOBS:-$((vm_jobs > 0 ? vm_jobs : 1))}
+[ "$vm_jobs" -gt 0 ] || vm_jobs=1
 
 all=(6.1 6.12 7 6.12-rt debug install-test)
 # The kernels' steps in the order they start: the longest first.
@@ -82,6 +83,15 @@ step_cmd() {
 	esac
 }
 
+# step_vm_jobs STEP: how many test VMs the step runs at once.
+step_vm_jobs() {
+	if [ "$1" = debug ]; then
+		nproc
+	else
+		echo "$vm_jobs"
+	fi
+}
+
 # copy_tree DIR: the sources of this tree (what git tracks, and new files it
 # does not ignore; without git, all but build/) in DIR, nothing built.
 copy_tree() {
@@ -107,6 +117,7 @@ run_step() {
 	# The copy is no git work tree: git must not find this one's above it.
 	# shellcheck disable=SC2046
 	(cd "$dir" && env -u KVER -u KDIR GIT_CEILING_DIRECTORIES="$work" \
+		MRPIN_VM_JOBS="${MRPIN_VM_JOBS:-$(step_vm_jobs "$name")}" \
 		$(step_env "$name") $(step_cmd "$name")) >"$log" 2>&1
 	rc=$?
 	seconds=$(($(date +%s) - start))
