@@ -92,8 +92,12 @@ if [ ! -f "$initrd" ]; then
 		esac
 		echo "$name" >>"$t/modules/order"
 	done
-	(cd "$t" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1) >"$initrd.tmp"
-	mv "$initrd.tmp" "$initrd"
+	# A temporary file of this run's own, renamed into place whole: VMs
+	# that start together build it side by side.
+	tmp_initrd=$(mktemp "$initrd.XXXXXX")
+	(cd "$t" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1) >"$tmp_initrd"
+	chmod 0644 "$tmp_initrd"
+	mv -f "$tmp_initrd" "$initrd"
 	rm -rf "$t"
 fi
 
