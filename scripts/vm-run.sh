@@ -18,6 +18,13 @@
 # and about twice as long each (README, "The test bed").  QEMU 7.2's
 # multi-threaded TCG can also keep running a stale translation of kernel
 # text another vCPU has just patched (README, "Reloading under traffic").
+#
+# The run fails (non-zero) when the guest's kernel log shows an Oops, BUG,
+# WARNING, lockup, KASAN/lockdep/kmemleak/UBSAN report or panic, when the
+# kernel picks up a taint other than out-of-tree (O) or unsigned (E), when
+# `rmmod mrpin` fails at the end, or when the guest dies or hangs.  The
+# console log is kept in build/vm/console.log (or $MRPIN_VM_LOG); its tail is
+# printed on failure.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
