@@ -103,17 +103,15 @@ done
 lane_dir=$(mktemp -d)
 trap 'rm -rf "$lane_dir"' EXIT
 run_vm() {
-	local n=$1 log=${MRPIN_VM_LOG:-$repo/build/vm/console.log}
+	local n=$1 log=${MRPIN_VM_LOG:-$repo/build/vm/console.log} err=/dev/stderr
 
 	shift
-	[ "$n" = 1 ] || log=${log%.log}-$n.log
-	if [ "$n" = 1 ]; then
-		MRPIN_VM_LOG=$log "$here/vm-run.sh" -- selftests/run_kselftest.sh "$@" \
-			>"$lane_dir/$n.ktap"
-	else
-		MRPIN_VM_LOG=$log "$here/vm-run.sh" -- selftests/run_kselftest.sh "$@" \
-			>"$lane_dir/$n.ktap" 2>"$lane_dir/$n.err"
+	if [ "$n" != 1 ]; then
+		log=${log%.log}-$n.log
+		err=$lane_dir/$n.err
 	fi
+	MRPIN_VM_LOG=$log "$here/vm-run.sh" -- selftests/run_kselftest.sh "$@" \
+		>"$lane_dir/$n.ktap" 2>"$err"
 	echo $? >"$lane_dir/$n.status"
 }
 for ((i = 1; i < jobs; i++)); do
