@@ -103,15 +103,18 @@ done
 lane_dir=$(mktemp -d)
 trap 'rm -rf "$lane_dir"' EXIT
 run_vm() {
-	local n=$1 log=${MRPIN_VM_LOG:-$repo/build/vm/console.log} err=/dev/stderr
+	local n=$1 log=${MRPIN_VM_LOG:-$repo/build/vm/console.log}
 
 	shift
-	if [ "$n" != 1 ]; then
+	# fd 3: where vm-run.sh's own lines go (this runs in a subshell).
+	if [ "$n" = 1 ]; then
+		exec 3>&2
+	else
 		log=${log%.log}-$n.log
-		err=$lane_dir/$n.err
+		exec 3>"$lane_dir/$n.err"
 	fi
 	MRPIN_VM_LOG=$log "$here/vm-run.sh" -- selftests/run_kselftest.sh "$@" \
-		>"$lane_dir/$n.ktap" 2>"$err"
+		>"$lane_dir/$n.ktap" 2>&3
 	echo $? >"$lane_dir/$n.status"
 }
 for ((i = 1; i < jobs; i++)); do
