@@ -10,8 +10,11 @@
  * New columns are only ever added at the end of a line.  Files are 0400:
  * root only.
  *
- * `limits` (0600) is the policy's control file (policy.c) and `events` the
- * stream of refusals and warnings (events.c).
+ * `limits` (0600) is the policy's control file (policy.c; its other door,
+ * the one lockdown leaves open, is in securityfs.c) and `events` the
+ * stream of refusals and warnings (events.c).  A kernel in lockdown
+ * refuses to open `limits` here; the 0400 files, `events` included (no
+ * ioctl, no mmap), stay readable.
  *
  * Cost: `devices`, `procs`, `users`, `cgroups` and `stats` print from the per-device, per-process
  * and global counters and never walk the pins.  `pins` walks the live pins

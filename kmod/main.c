@@ -31,12 +31,17 @@ static int __init mrpin_init(void)
 	if (ret)
 		goto err_pin;
 	mrpin_debugfs_init();
-	ret = mrpin_hook_init();
+	ret = mrpin_securityfs_init();
 	if (ret)
 		goto err_debugfs;
+	ret = mrpin_hook_init();
+	if (ret)
+		goto err_securityfs;
 	pr_info("mrpin %s: tracking RDMA memory pins\n", MRPIN_VERSION);
 	return 0;
 
+err_securityfs:
+	mrpin_securityfs_exit();
 err_debugfs:
 	mrpin_debugfs_exit();
 	mrpin_device_exit();
@@ -54,6 +59,7 @@ err_policy:
 static void __exit mrpin_exit(void)
 {
 	mrpin_hook_exit();
+	mrpin_securityfs_exit();
 	mrpin_debugfs_exit();
 	mrpin_pin_exit();
 	mrpin_device_exit();

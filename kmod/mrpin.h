@@ -485,4 +485,8 @@ void mrpin_hook_exit(void);
 void mrpin_debugfs_init(void);
 void mrpin_debugfs_exit(void);
 
+/* securityfs.c */
+int mrpin_securityfs_init(void);
+void mrpin_securityfs_exit(void);
+
 #endif /* _MRPIN_H */

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The policy: which limits apply to a pin, and the `limits` control file.
+ * The policy: which limits apply to a pin, and the `limits` control file
+ * (its file_operations serve two doors: /sys/kernel/security/mrpin/limits,
+ * securityfs.c, which lockdown leaves alone, and debugfs' own, debugfs.c).
  *
  * Rules.  `global` limits the whole machine, `process` every process alike,
  * `uid N` the sum over one user's processes and `cgroup PATH` the sum over

@@ -38,6 +38,8 @@ ln -sf /proc/self/fd/2 /dev/stderr
 mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts 2>/dev/null ||
 	{ mkdir -p /dev/pts && mount -t devpts devpts /dev/pts; }
 mount -t debugfs debugfs /sys/kernel/debug
+# As systemd does: mrpin's policy node and the lockdown level are there.
+mount -t securityfs securityfs /sys/kernel/security 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 # Enabling a trace event registers probes on the scheduler's tracepoints to
 # record every task's comm: patching those hot call sites while the other

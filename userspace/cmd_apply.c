@@ -50,12 +50,16 @@ static int add_default_files(struct txn *t, struct policy *p, size_t *nfiles)
  */
 static int apply_policy(struct policy *p, bool check)
 {
-	char *path = debugfs_path("limits");
+	char *path = limits_path(), *buf;
+	size_t len;
 	int ret = 0;
 
 	policy_init(p);
-	if (!check || !access(path, R_OK))
+	if (!check || !read_whole(path, &buf, &len)) {
+		if (check)
+			free(buf);
 		ret = policy_load(p);
+	}
 	free(path);
 	return ret;
 }

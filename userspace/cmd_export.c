@@ -262,7 +262,6 @@ static void export_all(FILE *f, struct export *x)
 
 static int export_load(struct export *x)
 {
-	char *limits = debugfs_path("limits");
 	int ret;
 
 	ret = load_version(x->version, sizeof(x->version));
@@ -276,9 +275,9 @@ static int export_load(struct export *x)
 		ret = load_cgroups(&x->cgroups);
 	if (!ret && (opts.given & OPT_PER_PROCESS))
 		ret = load_procs(&x->procs);
-	if (!ret && !access(limits, R_OK))
-		ret = policy_load(&x->policy);
-	free(limits);
+	/* Without the policy (refused: said why), the rest. */
+	if (!ret && policy_load(&x->policy))
+		policy_init(&x->policy);
 	return ret;
 }
 

@@ -102,15 +102,8 @@ static int write_failed(int err, int kmsg, const char *path,
 	unsigned int line;
 	char why[512];
 
-	if (err == EPERM || err == EACCES) {
-		pr_err("permission denied writing %s: changing the limits needs root (CAP_SYS_ADMIN)",
-		       path);
-		return EXIT_FAIL;
-	}
-	if (err != EINVAL) {
-		pr_err("writing %s: %s", path, strerror(err));
-		return EXIT_FAIL;
-	}
+	if (err != EINVAL)
+		return limits_refused(path, err, true);
 	line = kmsg_reason(kmsg, why, sizeof(why));
 	if (line && line <= nlines)
 		pr_err("%s: the module refused the rule: %s; nothing was applied",
@@ -127,7 +120,7 @@ static int write_failed(int err, int kmsg, const char *path,
  */
 int limits_write(const char *text, size_t len, const char *const *origin)
 {
-	char *path = debugfs_path("limits");
+	char *path = limits_path();
 	size_t nlines = 0, i;
 	int fd, kmsg, ret = 0;
 	ssize_t n;

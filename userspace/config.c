@@ -714,10 +714,14 @@ int policy_load(struct policy *p)
 	int ret;
 
 	policy_init(p);
-	ret = debugfs_read("limits", &buf, &len);
-	if (ret)
+	path = limits_path();
+	ret = read_whole(path, &buf, &len);
+	if (ret) {
+		ret = debugfs_check() ? EXIT_FAIL :
+		      limits_refused(path, ret, false);
+		free(path);
 		return ret;
-	path = debugfs_path("limits");
+	}
 	if (len && buf[len - 1] != '\n') {
 		pr_err("%s:%u: truncated line (no newline at the end)", path,
 		       count_lines(buf));

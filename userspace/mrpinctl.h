@@ -5,6 +5,7 @@
  *   mrpinctl.c   options, OBJECT COMMAND dispatch, keyword arguments
  *   util.c       messages, sizes, durations, user names, files
  *   tables.c     reading the debugfs tables by column name
+ *   control.c    where the policy's control file is, and why it is refused
  *   json.c       a small streaming JSON writer
  *   print.c      one printer per field type, text or JSON
  *   config.c     the policy grammar (limits file and config files)
@@ -100,6 +101,7 @@ int usage_err(const char *fmt, ...) __printf(1, 2);
 void *xmalloc(size_t size);
 void *xrealloc(void *p, size_t size);
 char *xstrdup(const char *s);
+int read_whole(const char *path, char **buf, size_t *len);
 
 const char *fmt_bytes(char *buf, size_t len, uint64_t v);
 const char *fmt_ms(char *buf, size_t len, uint64_t ms);
@@ -146,6 +148,11 @@ struct table {
 char *debugfs_path(const char *name);
 int debugfs_check(void);
 int debugfs_read(const char *name, char **buf, size_t *len);
+
+/* --- control.c --- */
+
+char *limits_path(void);
+int limits_refused(const char *path, int err, bool writing);
 int tbl_load(struct table *t, const char *name, const struct tbl_field *f,
 	     size_t nf, size_t row_size);
 int tbl_parse(struct table *t, const struct tbl_field *f, size_t nf,

@@ -89,41 +89,15 @@ static int open_failed(const char *name, const char *path)
 int debugfs_read(const char *name, char **buf, size_t *len)
 {
 	char *path = debugfs_path(name);
-	size_t size = 16384, n = 0;
-	char *b = NULL;
-	ssize_t r;
-	int fd;
+	int err, ret = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		r = open_failed(name, path);
-		free(path);
-		return (int)r;
+	err = read_whole(path, buf, len);
+	if (err) {
+		errno = err;
+		ret = open_failed(name, path);
 	}
-	b = xmalloc(size);
-	for (;;) {
-		if (n + 1 >= size)
-			b = xrealloc(b, size *= 2);
-		r = read(fd, b + n, size - n - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	if (r < 0) {
-		pr_err("reading %s: %s", path, strerror(errno));
-		free(b);
-		b = NULL;
-	}
-	close(fd);
 	free(path);
-	if (!b)
-		return EXIT_FAIL;
-	b[n] = '\0';
-	*buf = b;
-	*len = n;
-	return 0;
+	return ret;
 }
 
 /* --- parsing --- */

@@ -3,6 +3,7 @@
  * Messages, sizes, durations, user names and the terminal.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -307,4 +308,43 @@ unsigned int term_width(void)
 	if (env && parse_u64_all(env, &v) && v >= 20 && v <= 10000)
 		return (unsigned int)v;
 	return 80;
+}
+
+/*
+ * The whole of file @path, NUL-terminated, in *buf (to free) and its
+ * length in *len.  Returns 0, or the errno of the open or read (nothing
+ * said: the caller knows what the file is).
+ */
+int read_whole(const char *path, char **buf, size_t *len)
+{
+	size_t size = 16384, n = 0;
+	ssize_t r;
+	char *b;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	b = xmalloc(size);
+	for (;;) {
+		if (n + 1 >= size)
+			b = xrealloc(b, size *= 2);
+		r = read(fd, b + n, size - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			err = errno;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (err) {
+		free(b);
+		return err;
+	}
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	return 0;
 }
