@@ -54,8 +54,8 @@ char *limits_path(void)
 			pr_err("securityfs is not mounted ('mount -t securityfs none %s'): using debugfs' limits, which a locked-down kernel refuses",
 				SECURITYFS_DIR);
 		else
-			pr_err("this mrpin module has no %s (older than mrpinctl %s): using debugfs' limits, which a locked-down kernel refuses",
-				SECURITYFS_LIMITS, MRPIN_VERSION);
+			pr_err("this mrpin module has no %s (an older module): using debugfs' limits, which a locked-down kernel refuses",
+				SECURITYFS_LIMITS);
 	}
 	return debugfs_path("limits");
 }
