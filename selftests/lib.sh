@@ -9,6 +9,9 @@ KSFT_FAIL=1
 KSFT_SKIP=4
 
 MRPIN_DIR=/sys/kernel/debug/mrpin
+# The policy's door lockdown leaves open (debugfs' $MRPIN_DIR/limits is the
+# other, refused on a locked-down kernel).
+MRPIN_LIMITS=/sys/kernel/security/mrpin/limits
 MRPIN_KO=${MRPIN_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}/kmod/mrpin.ko
 
 ktap_num=0

@@ -98,7 +98,7 @@ options_in_force() {
 		k=${o%%=*} v=${o#*=}
 		[ "$(cat "/sys/module/mrpin/parameters/$k")" = "$v" ] ||
 			{ echo "# parameter $k is not $v"; return 1; }
-		grep -Eq "^${k%%_*}( .*)? ${k#*_}=$v( |\$)" "$MRPIN_DIR/limits" ||
+		grep -Eq "^${k%%_*}( .*)? ${k#*_}=$v( |\$)" "$MRPIN_LIMITS" ||
 			{ echo "# limits: no ${k#*_}=$v for ${k%%_*}"; return 1; }
 	done
 }
@@ -107,27 +107,27 @@ ktap_check "modprobe_d_options_set_the_load_time_policy" options_in_force
 
 # mrpin.service with the shipped /etc/mrpin.conf: everything is commented
 # out, so it succeeds and changes nothing.
-cat "$MRPIN_DIR/limits" >"$tmp/limits.before"
+cat "$MRPIN_LIMITS" >"$tmp/limits.before"
 ktap_check "mrpin_service_applies_the_shipped_policy" unit_cmd mrpin.service ExecStart
 ktap_check "shipped_policy_changes_nothing" \
-	bash -c "cat $MRPIN_DIR/limits | cmp -s - $tmp/limits.before"
+	bash -c "cat $MRPIN_LIMITS | cmp -s - $tmp/limits.before"
 
 # Every example rule in /etc/mrpin.conf, uncommented, is one the module
 # takes (the stack= rule only once the module has the key).
 mkdir -p "$CG/jobs/a"
 sed -n 's/^#\([a-z]\)/\1/p' /etc/mrpin.conf >"$tmp/rules"
-grep -q ' stack=' "$MRPIN_DIR/limits" || sed -i '/ stack=/d' "$tmp/rules"
+grep -q ' stack=' "$MRPIN_LIMITS" || sed -i '/ stack=/d' "$tmp/rules"
 module_takes_every_rule() {
 	local rule ok=0
 
 	[ -s "$tmp/rules" ] || return 1
 	while read -r rule; do
-		if ! echo "$rule" >"$MRPIN_DIR/limits"; then
+		if ! echo "$rule" >"$MRPIN_LIMITS"; then
 			echo "# refused: $rule"
 			ok=1
 		fi
 	done <"$tmp/rules"
-	echo reset >"$MRPIN_DIR/limits"
+	echo reset >"$MRPIN_LIMITS"
 	return $ok
 }
 ktap_check "module_takes_every_example_rule" module_takes_every_rule
@@ -142,15 +142,15 @@ while read -r rule; do
 	fi
 done <"$tmp/rules" >/etc/mrpin.d/example.conf
 examples_in_force() {
-	grep -q '^global .*max_pinned=50% .*action=warn' "$MRPIN_DIR/limits" &&
-		grep -q '^uid 1000 max_pinned=8G ' "$MRPIN_DIR/limits" &&
-		grep -q '^cgroup /jobs/a max_pinned=16G ' "$MRPIN_DIR/limits"
+	grep -q '^global .*max_pinned=50% .*action=warn' "$MRPIN_LIMITS" &&
+		grep -q '^uid 1000 max_pinned=8G ' "$MRPIN_LIMITS" &&
+		grep -q '^cgroup /jobs/a max_pinned=16G ' "$MRPIN_LIMITS"
 }
 reload_applies_mrpin_d() {
 	unit_cmd mrpin.service ExecReload && examples_in_force
 }
 ktap_check "mrpin_service_reload_applies_mrpin_d" reload_applies_mrpin_d
-echo reset >"$MRPIN_DIR/limits"
+echo reset >"$MRPIN_LIMITS"
 rm -f /etc/mrpin.d/example.conf
 
 # mrpin-export.service writes node_exporter's textfile, whole.

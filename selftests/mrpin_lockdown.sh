@@ -20,7 +20,6 @@ repo=$(cd "$here/.." && pwd)
 CTL=$repo/userspace/mrpinctl
 PINNER=$here/mrpin_pinner
 LOCKDOWN=/sys/kernel/security/lockdown
-SEC_LIMITS=/sys/kernel/security/mrpin/limits
 [ -x "$CTL" ] || ktap_skip_all "$CTL is not built"
 [ -r "$LOCKDOWN" ] || ktap_skip_all "the kernel has no lockdown LSM ($LOCKDOWN)"
 grep -q '\[none\]' "$LOCKDOWN" ||
@@ -35,13 +34,13 @@ kernel_log_mark
 
 # 1. The two doors, before lockdown: one policy.
 ktap_check "securityfs_node_is_root_only" \
-	test "$(stat -c '%a %U' "$SEC_LIMITS")" = "600 root"
-ktap_check "both_doors_show_the_same_policy" cmp -s "$SEC_LIMITS" "$MRPIN_DIR/limits"
-echo "process max_pins=1000" >"$SEC_LIMITS"
+	test "$(stat -c '%a %U' "$MRPIN_LIMITS")" = "600 root"
+ktap_check "both_doors_show_the_same_policy" cmp -s "$MRPIN_LIMITS" "$MRPIN_DIR/limits"
+echo "process max_pins=1000" >"$MRPIN_LIMITS"
 ktap_check "a_write_through_securityfs_shows_in_debugfs" \
 	grep -q '^process .*max_pins=1000 ' "$MRPIN_DIR/limits"
 echo reset >"$MRPIN_DIR/limits"
-default=$(cat "$SEC_LIMITS")
+default=$(cat "$MRPIN_LIMITS")
 
 # policy_checks LEVEL: the policy through mrpinctl, locked down at LEVEL.
 policy_checks() {
@@ -54,7 +53,7 @@ policy_checks() {
 	"$CTL" limit set process max_pinned=64K &&
 		"$CTL" limit set uid 65534 max_pins=5 action=warn
 	ktap_check "${level}_limit_set_applies" \
-		bash -c "grep -q '^process max_pinned=64K ' '$SEC_LIMITS' && grep -q '^uid 65534 max_pinned=unlimited max_pins=5 ' '$SEC_LIMITS'"
+		bash -c "grep -q '^process max_pinned=64K ' '$MRPIN_LIMITS' && grep -q '^uid 65534 max_pinned=unlimited max_pins=5 ' '$MRPIN_LIMITS'"
 	ktap_check "${level}_limit_show_shows_the_rules" \
 		bash -c "'$CTL' limit show | grep -q '^process *max_pinned=64K' && '$CTL' limit show | grep -q '^uid '"
 	"$CTL" -j events >"$tmp/events0"
@@ -67,7 +66,7 @@ policy_checks() {
 	ktap_check "${level}_status_shows_totals_and_policy" \
 		bash -c "[ ! -s '$tmp/err' ] && grep -q '^Pins:' '$tmp/status' && grep -q '^Global limit:' '$tmp/status'"
 	"$CTL" limit reset
-	ktap_check "${level}_limit_reset" test "$(cat "$SEC_LIMITS")" = "$default"
+	ktap_check "${level}_limit_reset" test "$(cat "$MRPIN_LIMITS")" = "$default"
 }
 
 # 2. Integrity, then confidentiality.
@@ -76,7 +75,7 @@ ktap_check "lockdown_is_integrity" grep -q '\[integrity\]' "$LOCKDOWN"
 policy_checks integrity
 printf 'reset\nprocess max_pinned=1G\n' >"$tmp/policy.conf"
 "$CTL" apply "$tmp/policy.conf"
-ktap_check "integrity_apply_a_file" grep -q '^process max_pinned=1G ' "$SEC_LIMITS"
+ktap_check "integrity_apply_a_file" grep -q '^process max_pinned=1G ' "$MRPIN_LIMITS"
 "$CTL" limit reset
 echo confidentiality >"$LOCKDOWN"
 ktap_check "lockdown_is_confidentiality" grep -q '\[confidentiality\]' "$LOCKDOWN"
@@ -93,7 +92,7 @@ hidden "'$CTL' limit set process max_pins=7" >/dev/null 2>"$tmp/err"
 rc=$?
 sed 's/^/# /' "$tmp/err"
 ktap_check "no_node_says_the_kernel_is_locked_down" \
-	bash -c "[ $rc = 1 ] && grep -q 'the kernel is locked down (confidentiality): debugfs refuses $MRPIN_DIR/limits' '$tmp/err' && [ \"\$(cat '$SEC_LIMITS')\" = \"\$(printf '%s' \"$default\")\" ]"
+	bash -c "[ $rc = 1 ] && grep -q 'the kernel is locked down (confidentiality): debugfs refuses $MRPIN_DIR/limits' '$tmp/err' && [ \"\$(cat '$MRPIN_LIMITS')\" = \"\$(printf '%s' \"$default\")\" ]"
 hidden "'$CTL' status" >"$tmp/status" 2>"$tmp/err"
 rc=$?
 ktap_check "no_node_status_prints_the_rest" \
