@@ -108,12 +108,21 @@ for ((i = 0; i < jobs; i++)); do
 	done
 done
 
-# run_vm N TEST...: the tests in VM N, their KTAP in $lane_dir/N.ktap, what
-# vm-run.sh says in N.err (VM 1: on stderr), its exit status in N.status.
+# Tests that need a boot of their own, with more on the kernel command line
+# and mrpin not loaded at boot: each runs in a VM of its own after the rest
+# of the tests dealt to its lane (console build/vm/console[-N]-TEST.log).
+declare -A boot_args=(
+	[mrpin_secure_boot.sh]="lockdown=integrity module.sig_enforce=1")
+
+# run_lane N TEST...: lane N's tests, in one VM and the boots of their own
+# that some need; their KTAP in $lane_dir/N.ktap, what vm-run.sh says in
+# N.err (lane 1: on stderr), the first failing VM's exit status (or 0) in
+# N.status.
 lane_dir=$(mktemp -d)
 trap 'rm -rf "$lane_dir"' EXIT
-run_vm() {
-	local n=$1 log=${MRPIN_VM_LOG:-$repo/build/vm/console.log}
+run_lane() {
+	local n=$1 log=${MRPIN_VM_LOG:-$repo/build/vm/console.log} status=0 rc t
+	local own=() shared=()
 
 	shift
 	# fd 3: where vm-run.sh's own lines go (this runs in a subshell).
@@ -123,18 +132,34 @@ run_vm() {
 		log=${log%.log}-$n.log
 		exec 3>"$lane_dir/$n.err"
 	fi
-	MRPIN_VM_LOG=$log "$here/vm-run.sh" -- selftests/run_kselftest.sh "$@" \
-		>"$lane_dir/$n.ktap" 2>&3
-	echo $? >"$lane_dir/$n.status"
+	for t in "$@"; do
+		if [ -n "${boot_args[$t]:-}" ]; then
+			own+=("$t")
+		else
+			shared+=("$t")
+		fi
+	done
+	: >"$lane_dir/$n.ktap"
+	if [ ${#shared[@]} -gt 0 ]; then
+		MRPIN_VM_LOG=$log "$here/vm-run.sh" -- \
+			selftests/run_kselftest.sh "${shared[@]}" \
+			>>"$lane_dir/$n.ktap" 2>&3 || status=$?
+	fi
+	for t in "${own[@]}"; do
+		MRPIN_VM_LOG=${log%.log}-${t%.sh}.log "$here/vm-run.sh" --no-mrpin \
+			--append "${boot_args[$t]}" -- selftests/run_kselftest.sh "$t" \
+			>>"$lane_dir/$n.ktap" 2>&3 || { rc=$?; [ "$status" != 0 ] || status=$rc; }
+	done
+	echo "$status" >"$lane_dir/$n.status"
 }
 for ((i = 1; i < jobs; i++)); do
 	echo "check: VM $((i + 1)) of $jobs runs${lane_tests[i]} (its output when it ends)" >&2
 	# shellcheck disable=SC2086
-	run_vm $((i + 1)) ${lane_tests[i]} &
+	run_lane $((i + 1)) ${lane_tests[i]} &
 done
 [ "$jobs" = 1 ] || echo "check: VM 1 of $jobs runs${lane_tests[0]}" >&2
 # shellcheck disable=SC2086
-run_vm 1 ${lane_tests[0]} &
+run_lane 1 ${lane_tests[0]} &
 tail -n +1 --pid=$! -F "$lane_dir/1.ktap" 2>/dev/null
 wait
 
@@ -155,7 +180,9 @@ for ((i = 0; i < jobs; i++)); do
 	n=$((i + 1))
 	[ "$n" = 1 ] || cat "$lane_dir/$n.ktap" "$lane_dir/$n.err"
 	cat "$lane_dir/$n.ktap" >>"$ktap"
-	plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$lane_dir/$n.ktap" | head -n1)
+	# One plan line per VM of the lane.
+	plan=$(awk -F. '/^1\.\.[0-9]+$/ { n += $3; seen = 1 } END { if (seen) print n }' \
+		"$lane_dir/$n.ktap")
 	# shellcheck disable=SC2086
 	set -- ${lane_tests[i]}
 	planned=$((planned + ${plan:-$#}))

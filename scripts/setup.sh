@@ -158,7 +158,7 @@ download() {
 
 # KFLAVOUR=debug: the debug kernel built from the 6.12 source (cached).
 debug_kernel() {
-	need_pkgs make gcc bc bison flex libelf-dev libssl-dev cpio kmod \
+	need_pkgs make gcc bc bison flex libelf-dev libssl-dev openssl cpio kmod \
 		linux-source-6.12
 	"$here/debug-kernel.sh" paths
 }

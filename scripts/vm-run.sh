@@ -8,7 +8,8 @@
 #   vm-run.sh [options] [--] COMMAND...     one-shot
 #   vm-run.sh --shell                        interactive root shell
 #
-# Options: --shell, --no-mrpin (do not insmod mrpin.ko), --timeout SECONDS
+# Options: --shell, --no-mrpin (do not insmod mrpin.ko), --append ARGS (more
+# kernel command line), --timeout SECONDS
 # (default $MRPIN_VM_TIMEOUT or 1200), --mem SIZE (default $MRPIN_VM_MEM or 4G),
 # --tcg single|multi: one host thread for both vCPUs (the default), or one
 # each.  The guest has two CPUs either way.  Single-threaded TCG is as fast
@@ -31,6 +32,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 mode=run
 load=1
+append=
 timeout=${MRPIN_VM_TIMEOUT:-1200}
 mem=${MRPIN_VM_MEM:-4G}
 tcg=single
@@ -39,6 +41,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--shell) mode=shell ;;
 	--no-mrpin) load=0 ;;
+	--append) append=$2; shift ;;
 	--timeout) timeout=$2; shift ;;
 	--mem) mem=$2; shift ;;
 	--tcg)
@@ -55,7 +58,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 if [ "$mode" = run ] && [ $# -eq 0 ]; then
-	echo "usage: vm-run.sh [--no-mrpin] [--timeout S] [--mem SIZE] [--tcg single|multi] -- COMMAND..." >&2
+	echo "usage: vm-run.sh [--no-mrpin] [--append ARGS] [--timeout S] [--mem SIZE] [--tcg single|multi] -- COMMAND..." >&2
 	echo "       vm-run.sh --shell" >&2
 	exit 2
 fi
@@ -141,6 +144,7 @@ ENV
 # The kernel log holds a whole run (the default 128 or 256 KiB wrapped on
 # the debug kernel), so a test reads every message logged since its start.
 cmdline_extra='log_buf_len=16M'
+[ -z "$append" ] || cmdline_extra+=" $append"
 # On a kernel with failslab, mark mrpin's slab caches for it (only the
 # boot command line can since 5.9): mrpin_failslab.sh aims failures there.
 if grep -qx 'CONFIG_FAILSLAB=y' "$kdir/boot/config-$KVER" 2>/dev/null; then
