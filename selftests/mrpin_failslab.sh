@@ -33,7 +33,7 @@ ktap_plan 44
 
 here=$(cd "$(dirname "$0")" && pwd)
 PINNER=$here/mrpin_pinner
-LIMITS=$MRPIN_DIR/limits
+LIMITS=$MRPIN_LIMITS
 CG=/sys/fs/cgroup
 tmp=$(mktemp -d)
 saved_policy=$tmp/policy

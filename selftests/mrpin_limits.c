@@ -2,7 +2,7 @@
 /*
  * mrpin's policy, checked with real registrations on the RDMA device under
  * test (rxe0 unless $MRPIN_TEST_DEV says otherwise): a rule written to
- * /sys/kernel/debug/mrpin/limits refuses (action=enforce) or lets through
+ * /sys/kernel/security/mrpin/limits refuses (action=enforce) or lets through
  * with a warning (action=warn) the pin that would cross it, and allows the
  * one that fits; every refusal or warning says why in `events`, in the
  * kernel log, in `procs` (denials) and `stats`, and through the mrpin_deny

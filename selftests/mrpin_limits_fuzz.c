@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Malformed writes to /sys/kernel/debug/mrpin/limits: every one fails with
+ * Malformed writes to /sys/kernel/security/mrpin/limits: every one fails with
  * EINVAL (the one errno the write documents for a refusal), leaves the
  * policy byte-for-byte as it was, read before and after each write (one
  * write is one transaction, even when its first lines are good), and the

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The policy file /sys/kernel/debug/mrpin/limits keeps its contract: it
+# The policy file /sys/kernel/security/mrpin/limits keeps its contract: it
 # reads as the complete policy in the grammar it takes (sizes with the
 # largest exact binary suffix, uid rules by uid, then cgroup rules by
 # path), a line sets only the keys it names, one write() is one
@@ -9,16 +9,17 @@
 # byte for byte, a bad write fails with EINVAL and says which line, and the
 # module parameters set the load-time defaults that `reset` goes back to.
 # Who may read and write it: mrpin_security.sh; bad parameters:
-# mrpin_params_fuzz.sh.
+# mrpin_params_fuzz.sh.  debugfs' limits is a second door to the same
+# policy: it reads what the first holds and a write there shows here.
 . "$(dirname "$0")/lib.sh"
 
 require_root
 [ -f "$MRPIN_KO" ] || ktap_skip_all "$MRPIN_KO is not built"
 mrpin_load
-LIMITS=$MRPIN_DIR/limits
+LIMITS=$MRPIN_LIMITS
 EVENTS=$MRPIN_DIR/events
 CG=/sys/fs/cgroup
-PLAN=38
+PLAN=40
 ktap_plan $PLAN
 
 tmp=$(mktemp -d)
@@ -76,6 +77,11 @@ ktap_check "limits_is_mode_0600" test "$(stat -c %a "$LIMITS")" = 600
 ktap_check "events_is_mode_0400" test "$(stat -c %a "$EVENTS")" = 400
 put 'reset'
 ktap_check "default_policy_reads_back_as_documented" same_as "$tmp/default"
+echo 'process max_pins=7' >"$MRPIN_DIR/limits"
+ktap_check "a_write_through_debugfs_shows_in_securityfs" has_line \
+	'process max_pinned=unlimited max_pins=7 max_pin_size=unlimited action=enforce'
+ktap_check "debugfs_limits_reads_the_same_policy" same_as "$MRPIN_DIR/limits"
+put 'reset'
 
 # 2. The grammar, as read back.
 put 'process max_pins=10000'

@@ -3,8 +3,9 @@
 #
 # Only root reads mrpin's files and only CAP_SYS_ADMIN changes the policy.
 # An unprivileged user reads none of the files, with the modes mrpin gives
-# them and with debugfs's directories opened up.  With `limits` made 0666
-# and the directories traversable it opens `limits` for writing, yet every
+# them and with debugfs's directories opened up.  Through each of the
+# policy's doors (securityfs' limits, debugfs' limits): with it made 0666
+# and the directories traversable nobody opens it for writing, yet every
 # write fails with EPERM, even a malformed one (the write checks
 # CAP_SYS_ADMIN before anything else), also through a descriptor root
 # opened; root without CAP_SYS_ADMIN fails the same way, and the policy
@@ -23,18 +24,17 @@ for p in mrpin_pinner mrpin_mistakes mrpin_misuse; do
 	[ -x "$here/$p" ] || ktap_skip_all "$here/$p is not built"
 done
 mrpin_load
-LIMITS=$MRPIN_DIR/limits
+LIMITS=$MRPIN_LIMITS
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 NO_SYS_ADMIN=(setpriv --inh-caps=-all --bounding-set=-sys_admin)
 DEBUGFS=/sys/kernel/debug
-ktap_plan $((25 + $(find "$MRPIN_DIR" -mindepth 1 | wc -l)))
+ktap_plan $((41 + $(find "$MRPIN_DIR" -mindepth 1 | wc -l)))
 
 tmp=$(mktemp -d)
 # The kernel log from here on, for problems and mrpin's lines.
 kernel_log_mark
 mode_debugfs=$(stat -c %a "$DEBUGFS")
 mode_dir=$(stat -c %a "$MRPIN_DIR")
-mode_limits=$(stat -c %a "$LIMITS")
 cat "$LIMITS" >"$tmp/found"
 
 # same_as FILE: limits holds exactly the bytes of FILE (through a pipe:
@@ -84,6 +84,8 @@ ktap_check "debugfs_files_are_owned_by_root" \
 	test -z "$(stat -c '%n %U' "$MRPIN_DIR"/* | awk '$2 != "root"')"
 ktap_check "unprivileged_user_reads_no_file" unreadable_by_nobody
 sed 's/^/# readable: /' "$tmp/readable"
+ktap_check "unprivileged_user_cannot_read_securityfs_limits" \
+	bash -c "! ${NOBODY[*]} cat $MRPIN_LIMITS >/dev/null 2>&1"
 ktap_check "unprivileged_user_cannot_list_the_directory" \
 	bash -c "! ${NOBODY[*]} ls $MRPIN_DIR >/dev/null 2>&1"
 chmod 755 "$DEBUGFS" "$MRPIN_DIR"
@@ -92,58 +94,67 @@ ktap_check "unprivileged_user_reads_no_file_with_the_directories_open" \
 	unreadable_by_nobody
 sed 's/^/# readable: /' "$tmp/readable"
 
-# 2. Writing: nobody, with limits 0666 and every directory open.
-ktap_check "unprivileged_user_cannot_open_limits_0600_for_writing" \
-	bash -c "! ${NOBODY[*]} bash -c ': >>$LIMITS' 2>/dev/null"
-chmod 666 "$LIMITS"
-ktap_check "chmod_666_is_taken" test "$(stat -c %a "$LIMITS")" = 666
-ktap_check "unprivileged_user_opens_limits_0666_for_writing" \
-	"${NOBODY[@]}" bash -c "exec 4>>$LIMITS"
-ktap_check "unprivileged_reset_fails_with_eperm" nobody_write $'reset\n'
-ktap_check "unprivileged_rule_fails_with_eperm" \
-	nobody_write $'uid 65534 max_pinned=unlimited max_pins=unlimited\n'
-ktap_check "unprivileged_malformed_write_fails_with_eperm_not_einval" \
-	nobody_write $'bogus\n'
-ktap_check "unprivileged_write_of_the_policy_itself_fails_with_eperm" \
-	nobody_write "$(cat "$tmp/perm")"
-ktap_check "unprivileged_write_over_64KiB_fails_with_eperm" \
-	nobody_write "$(head -c 70000 /dev/zero | tr '\0' '#')"
-# A descriptor root opened, handed to nobody.
-exec 3<>"$LIMITS"
-"${NOBODY[@]}" bash -c 'printf "reset\n" >&3' 2>"$tmp/err"
-status=$?
-ktap_check "unprivileged_write_through_a_descriptor_root_opened_fails_with_eperm" \
-	bash -c "[ $status != 0 ] && grep -q 'Operation not permitted' $tmp/err && cat $LIMITS | cmp -s - $tmp/perm"
-exec 3>&-
-if "${NOBODY[@]}" cat "$LIMITS" >/dev/null 2>&1; then
-	ktap_diag "with 0666 nobody reads limits: a mode root chose; writes stay guarded"
-fi
-
-# 3. Root without CAP_SYS_ADMIN (whatever the mode), and root with it.
-# CAP_SYS_ADMIN is bit 21 of CapEff: uid 0, every capability but that.
+# 2. Writing, through DOOR's limits FILE: nobody, with it 0666 and every
+# directory open; root without CAP_SYS_ADMIN (whatever the mode), and root
+# with it.  CAP_SYS_ADMIN is bit 21 of CapEff: uid 0, every capability but
+# that.
 caps=$(awk '/^CapEff:/ { print $2 }' /proc/self/status)
 capeff=$("${NO_SYS_ADMIN[@]}" awk '/^CapEff:/ { print $2 }' /proc/self/status)
 ktap_check "root_without_cap_sys_admin_lacks_only_that" \
 	test "$("${NO_SYS_ADMIN[@]}" id -u) $((0x$capeff >> 21 & 1)) $((0x$capeff | 1 << 21))" = "0 0 $((0x$caps))"
-ktap_check "root_without_cap_sys_admin_cannot_write_limits_0666" \
-	nobody_write $'reset\n' "${NO_SYS_ADMIN[@]}"
-chmod 600 "$LIMITS"
-ktap_check "root_without_cap_sys_admin_cannot_write_limits_0600" \
-	nobody_write $'reset\n' "${NO_SYS_ADMIN[@]}"
-if command -v capsh >/dev/null; then
-	ktap_check "root_after_capsh_drop_cap_sys_admin_cannot_write_limits" \
-		nobody_write $'reset\n' capsh --drop=cap_sys_admin -- -c 'exec "$@"' capsh
-else
-	ktap_ok "root_after_capsh_drop_cap_sys_admin_cannot_write_limits # SKIP capsh is missing"
-fi
-printf 'reset\n' >"$LIMITS"
-ktap_check "root_with_cap_sys_admin_writes_limits" \
-	bash -c "! grep -q '^uid 77 ' $LIMITS"
-chmod "$mode_limits" "$LIMITS"
+check_writes() {
+	local door=$1 LIMITS=$2 mode status
+
+	mode=$(stat -c %a "$LIMITS")
+	put_perm
+	ktap_check "${door}_limits_is_mode_0600" test "$mode" = 600
+	ktap_check "${door}_unprivileged_user_cannot_open_limits_0600_for_writing" \
+		bash -c "! ${NOBODY[*]} bash -c ': >>$LIMITS' 2>/dev/null"
+	chmod 666 "$LIMITS"
+	ktap_check "${door}_chmod_666_is_taken" test "$(stat -c %a "$LIMITS")" = 666
+	ktap_check "${door}_unprivileged_user_opens_limits_0666_for_writing" \
+		"${NOBODY[@]}" bash -c "exec 4>>$LIMITS"
+	ktap_check "${door}_unprivileged_reset_fails_with_eperm" nobody_write $'reset\n'
+	ktap_check "${door}_unprivileged_rule_fails_with_eperm" \
+		nobody_write $'uid 65534 max_pinned=unlimited max_pins=unlimited\n'
+	ktap_check "${door}_unprivileged_malformed_write_fails_with_eperm_not_einval" \
+		nobody_write $'bogus\n'
+	ktap_check "${door}_unprivileged_write_of_the_policy_itself_fails_with_eperm" \
+		nobody_write "$(cat "$tmp/perm")"
+	ktap_check "${door}_unprivileged_write_over_64KiB_fails_with_eperm" \
+		nobody_write "$(head -c 70000 /dev/zero | tr '\0' '#')"
+	# A descriptor root opened, handed to nobody.
+	exec 3<>"$LIMITS"
+	"${NOBODY[@]}" bash -c 'printf "reset\n" >&3' 2>"$tmp/err"
+	status=$?
+	ktap_check "${door}_unprivileged_write_through_a_descriptor_root_opened_fails_with_eperm" \
+		bash -c "[ $status != 0 ] && grep -q 'Operation not permitted' $tmp/err && cat $LIMITS | cmp -s - $tmp/perm"
+	exec 3>&-
+	if "${NOBODY[@]}" cat "$LIMITS" >/dev/null 2>&1; then
+		ktap_diag "with 0666 nobody reads $door's limits: a mode root chose; writes stay guarded"
+	fi
+	ktap_check "${door}_root_without_cap_sys_admin_cannot_write_limits_0666" \
+		nobody_write $'reset\n' "${NO_SYS_ADMIN[@]}"
+	chmod 600 "$LIMITS"
+	ktap_check "${door}_root_without_cap_sys_admin_cannot_write_limits_0600" \
+		nobody_write $'reset\n' "${NO_SYS_ADMIN[@]}"
+	if command -v capsh >/dev/null; then
+		ktap_check "${door}_root_after_capsh_drop_cap_sys_admin_cannot_write_limits" \
+			nobody_write $'reset\n' capsh --drop=cap_sys_admin -- -c 'exec "$@"' capsh
+	else
+		ktap_ok "${door}_root_after_capsh_drop_cap_sys_admin_cannot_write_limits # SKIP capsh is missing"
+	fi
+	printf 'reset\n' >"$LIMITS"
+	ktap_check "${door}_root_with_cap_sys_admin_writes_limits" \
+		bash -c "! grep -q '^uid 77 ' $LIMITS"
+	chmod "$mode" "$LIMITS"
+}
+check_writes securityfs "$MRPIN_LIMITS"
+check_writes debugfs "$MRPIN_DIR/limits"
 chmod "$mode_dir" "$MRPIN_DIR"
 chmod "$mode_debugfs" "$DEBUGFS"
-ktap_check "modes_restored" test "$(stat -c %a "$DEBUGFS" "$MRPIN_DIR" "$LIMITS" | tr '\n' ' ')" = \
-	"$mode_debugfs $mode_dir $mode_limits "
+ktap_check "modes_restored" test "$(stat -c %a "$DEBUGFS" "$MRPIN_DIR" "$MRPIN_DIR/limits" "$MRPIN_LIMITS" | tr '\n' ' ')" = \
+	"$mode_debugfs $mode_dir 600 600 "
 
 # 4. No kernel address: every file with something in it first.
 declare -A pids fds

@@ -30,7 +30,8 @@
 #include <infiniband/verbs.h>
 
 #define MRPIN_DEBUGFS		"/sys/kernel/debug/mrpin"
-#define MRPIN_LIMITS_FILE	MRPIN_DEBUGFS "/limits"
+/* The policy's door lockdown leaves open; MRPIN_DEBUGFS "/limits" is the other. */
+#define MRPIN_LIMITS_FILE	"/sys/kernel/security/mrpin/limits"
 #define MRPIN_DEFAULT_DEV	"rxe0"
 #define MRPIN_ACCESS		IBV_ACCESS_LOCAL_WRITE
 /* memlock_bytes of a process without a limit ("unlimited"). */

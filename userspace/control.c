@@ -98,7 +98,7 @@ int limits_refused(const char *path, int err, bool writing)
 		       what, path);
 	} else if (debugfs && opts.debugfs_default &&
 		   locked_down(level, sizeof(level))) {
-		pr_err("the kernel is locked down (%s): debugfs refuses %s, as every file of it that can be written, and %s is not there (mount securityfs, or update mrpin)",
+		pr_err("the kernel is locked down (%s): debugfs refuses %s, as it does every file that can be written, and %s is missing (mount securityfs, or update mrpin)",
 		       level, path, SECURITYFS_LIMITS);
 	} else if (debugfs && opts.debugfs_default && !securityfs_mounted()) {
 		pr_err("permission denied %s %s: a locked-down kernel refuses it (mount securityfs to use %s, and to tell)",
