@@ -13,6 +13,10 @@ MRPIN_DIR=/sys/kernel/debug/mrpin
 # other, refused on a locked-down kernel).
 MRPIN_LIMITS=/sys/kernel/security/mrpin/limits
 MRPIN_KO=${MRPIN_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}/kmod/mrpin.ko
+MRPIN_CTL=${MRPIN_KO%/kmod/mrpin.ko}/userspace/mrpinctl
+# The test programs, built beside the tests.
+MRPIN_PINNER=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/mrpin_pinner
+MRPIN_LOCKDOWN=/sys/kernel/security/lockdown
 
 ktap_num=0
 ktap_failed=0
@@ -130,6 +134,20 @@ json_value() {
 
 require_root() {
 	[ "$(id -u)" = 0 ] || ktap_skip_all "needs root"
+}
+
+# require_built FILE...: skip the test unless each FILE is built.
+require_built() {
+	local f
+
+	for f in "$@"; do
+		# mrpin.ko is not executable; the programs must be.
+		if [ "$f" = "$MRPIN_KO" ]; then
+			[ -f "$f" ] || ktap_skip_all "$f is not built"
+		else
+			[ -x "$f" ] || ktap_skip_all "$f is not built"
+		fi
+	done
 }
 
 require_rxe() {

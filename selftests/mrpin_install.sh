@@ -15,7 +15,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_root
-[ -f "$MRPIN_KO" ] || ktap_skip_all "$MRPIN_KO is not built"
+require_built "$MRPIN_KO"
 repo=$(cd "$(dirname "$MRPIN_KO")/.." && pwd)
 kver=$(uname -r)
 moddir=/lib/modules/$kver

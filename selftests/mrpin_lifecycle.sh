@@ -23,7 +23,7 @@
 
 require_root
 require_rxe
-[ -f "$MRPIN_KO" ] || ktap_skip_all "$MRPIN_KO is not built"
+require_built "$MRPIN_KO"
 mrpin_load
 DEV=rxe0
 netdev=$(rdma link show "$DEV/1" 2>/dev/null |

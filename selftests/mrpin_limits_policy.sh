@@ -14,7 +14,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_root
-[ -f "$MRPIN_KO" ] || ktap_skip_all "$MRPIN_KO is not built"
+require_built "$MRPIN_KO"
 mrpin_load
 LIMITS=$MRPIN_LIMITS
 EVENTS=$MRPIN_DIR/events

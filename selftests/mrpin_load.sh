@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_root
-[ -f "$MRPIN_KO" ] || ktap_skip_all "$MRPIN_KO is not built"
+require_built "$MRPIN_KO"
 ktap_plan 6
 
 kernel_log_mark

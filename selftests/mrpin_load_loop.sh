@@ -8,7 +8,7 @@
 
 require_root
 require_rxe
-[ -f "$MRPIN_KO" ] || ktap_skip_all "$MRPIN_KO is not built"
+require_built "$MRPIN_KO"
 ktap_plan 5
 
 # On the debug kernel a cycle takes seconds, and kmemleak names a leak of

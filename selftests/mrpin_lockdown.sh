@@ -15,15 +15,12 @@
 
 require_root
 require_rxe
-here=$(cd "$(dirname "$0")" && pwd -P)
-repo=$(cd "$here/.." && pwd)
-CTL=$repo/userspace/mrpinctl
-PINNER=$here/mrpin_pinner
-LOCKDOWN=/sys/kernel/security/lockdown
-[ -x "$CTL" ] || ktap_skip_all "$CTL is not built"
-[ -r "$LOCKDOWN" ] || ktap_skip_all "the kernel has no lockdown LSM ($LOCKDOWN)"
-grep -q '\[none\]' "$LOCKDOWN" ||
-	ktap_skip_all "the kernel is locked down already ($(cat "$LOCKDOWN")): this test loads mrpin first"
+CTL=$MRPIN_CTL
+PINNER=$MRPIN_PINNER
+require_built "$CTL" "$PINNER"
+[ -r "$MRPIN_LOCKDOWN" ] || ktap_skip_all "the kernel has no lockdown LSM ($MRPIN_LOCKDOWN)"
+grep -q '\[none\]' "$MRPIN_LOCKDOWN" ||
+	ktap_skip_all "the kernel is locked down already ($(cat "$MRPIN_LOCKDOWN")): this test loads mrpin first"
 ktap_plan 25
 
 tmp=$(mktemp -d)
@@ -70,15 +67,15 @@ policy_checks() {
 }
 
 # 2. Integrity, then confidentiality.
-echo integrity >"$LOCKDOWN"
-ktap_check "lockdown_is_integrity" grep -q '\[integrity\]' "$LOCKDOWN"
+echo integrity >"$MRPIN_LOCKDOWN"
+ktap_check "lockdown_is_integrity" grep -q '\[integrity\]' "$MRPIN_LOCKDOWN"
 policy_checks integrity
 printf 'reset\nprocess max_pinned=1G\n' >"$tmp/policy.conf"
 "$CTL" apply "$tmp/policy.conf"
 ktap_check "integrity_apply_a_file" grep -q '^process max_pinned=1G ' "$MRPIN_LIMITS"
 "$CTL" limit reset
-echo confidentiality >"$LOCKDOWN"
-ktap_check "lockdown_is_confidentiality" grep -q '\[confidentiality\]' "$LOCKDOWN"
+echo confidentiality >"$MRPIN_LOCKDOWN"
+ktap_check "lockdown_is_confidentiality" grep -q '\[confidentiality\]' "$MRPIN_LOCKDOWN"
 policy_checks confidentiality
 
 # 3. Only debugfs' door in sight: mrpinctl tells lockdown, and status

@@ -16,9 +16,9 @@
 . "$(dirname "$0")/lib.sh"
 
 require_root
-[ -f "$MRPIN_KO" ] || ktap_skip_all "$MRPIN_KO is not built"
+require_built "$MRPIN_KO"
 PARAMS=/sys/module/mrpin/parameters
-LIMITS=$MRPIN_DIR/limits
+LIMITS=$MRPIN_LIMITS
 
 # Every parameter and the types of value it takes.
 declare -A takes=(

@@ -17,7 +17,7 @@
 
 require_root
 require_rxe
-[ -f "$MRPIN_KO" ] || ktap_skip_all "$MRPIN_KO is not built"
+require_built "$MRPIN_KO"
 mrpin_load
 DEV=rxe0
 PLAN=18

@@ -24,7 +24,7 @@
 
 require_root
 require_rxe
-[ -f "$MRPIN_KO" ] || ktap_skip_all "$MRPIN_KO is not built"
+require_built "$MRPIN_KO"
 mrpin_load
 LIFECYCLE=$(dirname "$0")/mrpin_lifecycle
 DEV=rxe0

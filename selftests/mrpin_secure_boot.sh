@@ -15,15 +15,11 @@
 
 require_root
 require_rxe
-here=$(cd "$(dirname "$0")" && pwd -P)
-repo=$(cd "$here/.." && pwd)
-CTL=$repo/userspace/mrpinctl
-PINNER=$here/mrpin_pinner
-LOCKDOWN=/sys/kernel/security/lockdown
+CTL=$MRPIN_CTL
+PINNER=$MRPIN_PINNER
 build=/lib/modules/$(uname -r)/build
-[ -f "$MRPIN_KO" ] || ktap_skip_all "$MRPIN_KO is not built"
-[ -x "$CTL" ] || ktap_skip_all "$CTL is not built"
-if ! grep -q '\[integrity\]' "$LOCKDOWN" 2>/dev/null ||
+require_built "$MRPIN_KO" "$CTL" "$PINNER"
+if ! grep -q '\[integrity\]' "$MRPIN_LOCKDOWN" 2>/dev/null ||
 	[ "$(cat /sys/module/module/parameters/sig_enforce 2>/dev/null)" != Y ]; then
 	ktap_skip_all "boot with lockdown=integrity module.sig_enforce=1 (check.sh does)"
 fi

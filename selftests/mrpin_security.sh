@@ -20,9 +20,7 @@ require_root
 require_rxe
 command -v setpriv >/dev/null || ktap_skip_all "setpriv (util-linux) is missing"
 here=$(cd "$(dirname "$0")" && pwd)
-for p in mrpin_pinner mrpin_mistakes mrpin_misuse; do
-	[ -x "$here/$p" ] || ktap_skip_all "$here/$p is not built"
-done
+require_built "$here/mrpin_pinner" "$here/mrpin_mistakes" "$here/mrpin_misuse"
 mrpin_load
 LIMITS=$MRPIN_LIMITS
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)

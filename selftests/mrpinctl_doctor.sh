@@ -16,15 +16,11 @@
 require_root
 require_rxe
 here=$(cd "$(dirname "$0")" && pwd -P)
-repo=$(cd "$here/.." && pwd)
-CTL=$repo/userspace/mrpinctl
+CTL=$MRPIN_CTL
 MISUSE=$here/mrpin_misuse
 MISTAKES=$here/mrpin_mistakes
 PINNER=$here/mrpin_pinner
-[ -x "$CTL" ] || ktap_skip_all "$CTL is not built"
-for p in "$MISUSE" "$MISTAKES" "$PINNER"; do
-	[ -x "$p" ] || ktap_skip_all "$p is not built"
-done
+require_built "$CTL" "$MISUSE" "$MISTAKES" "$PINNER"
 command -v python3 >/dev/null || ktap_skip_all "python3 is missing"
 ktap_plan 31
 

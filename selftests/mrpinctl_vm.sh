@@ -17,8 +17,8 @@ repo=$(cd "$here/.." && pwd)
 CTL=$repo/userspace/mrpinctl
 PROMCHECK=$repo/userspace/tests/promcheck.py
 PTY_TOP=$repo/userspace/tests/pty_top.py
-LIMITS=$MRPIN_DIR/limits
-[ -x "$CTL" ] || ktap_skip_all "$CTL is not built"
+LIMITS=$MRPIN_LIMITS
+require_built "$CTL"
 command -v python3 >/dev/null || ktap_skip_all "python3 is missing"
 ktap_plan 49
 
