@@ -45,9 +45,10 @@ char *limits_path(void)
 {
 	static bool told;
 
-	if (!opts.debugfs_default || securityfs_node())
-		return opts.debugfs_default ? xstrdup(SECURITYFS_LIMITS) :
-					      debugfs_path("limits");
+	if (!opts.debugfs_default)
+		return debugfs_path("limits");
+	if (securityfs_node())
+		return xstrdup(SECURITYFS_LIMITS);
 	if (!told && !access(opts.debugfs, F_OK)) {
 		told = true;
 		if (!securityfs_mounted())
@@ -85,7 +86,9 @@ static bool locked_down(char *level, size_t size)
 int limits_refused(const char *path, int err, bool writing)
 {
 	const char *what = writing ? "writing" : "reading";
-	bool debugfs = strcmp(path, SECURITYFS_LIMITS) != 0;
+	/* Lockdown and securityfs matter to debugfs' door on this machine. */
+	bool debugfs_door = opts.debugfs_default &&
+			    strcmp(path, SECURITYFS_LIMITS) != 0;
 	char level[32];
 
 	if (err == ENOENT) {
@@ -96,11 +99,10 @@ int limits_refused(const char *path, int err, bool writing)
 	} else if (geteuid()) {
 		pr_err("permission denied %s %s: run mrpinctl as root (e.g. with sudo)",
 		       what, path);
-	} else if (debugfs && opts.debugfs_default &&
-		   locked_down(level, sizeof(level))) {
+	} else if (debugfs_door && locked_down(level, sizeof(level))) {
 		pr_err("the kernel is locked down (%s): debugfs refuses %s, as it does every file that can be written, and %s is missing (mount securityfs, or update mrpin)",
 		       level, path, SECURITYFS_LIMITS);
-	} else if (debugfs && opts.debugfs_default && !securityfs_mounted()) {
+	} else if (debugfs_door && !securityfs_mounted()) {
 		pr_err("permission denied %s %s: a locked-down kernel refuses it (mount securityfs to use %s, and to tell)",
 		       what, path, SECURITYFS_LIMITS);
 	} else if (writing) {

@@ -148,15 +148,15 @@ struct table {
 char *debugfs_path(const char *name);
 int debugfs_check(void);
 int debugfs_read(const char *name, char **buf, size_t *len);
+int tbl_load(struct table *t, const char *name, const struct tbl_field *f,
+	     size_t nf, size_t row_size);
+int tbl_parse(struct table *t, const struct tbl_field *f, size_t nf,
+	      size_t row_size);
 
 /* --- control.c --- */
 
 char *limits_path(void);
 int limits_refused(const char *path, int err, bool writing);
-int tbl_load(struct table *t, const char *name, const struct tbl_field *f,
-	     size_t nf, size_t row_size);
-int tbl_parse(struct table *t, const struct tbl_field *f, size_t nf,
-	      size_t row_size);
 
 /* Line by line (the events stream): the header, then each row. */
 #define TBL_MAX_COLUMNS 64
