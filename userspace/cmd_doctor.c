@@ -127,102 +127,13 @@ struct finding {
 	const char *advice;
 };
 
-/* The rows of the tables, as doctor reads them. */
-struct dr_proc {
-	uint64_t pid;
-	char *comm;
-	uint64_t pins;
-	uint64_t pinned_bytes;
-	uint64_t bytes_4k;
-	uint64_t bytes_2m;
-	uint64_t bytes_1g;
-	uint64_t stack_pins;
-	uint64_t registrations;
-	uint64_t reg_per_s;
-	char *life_hist;
+/* The optional columns doctor needs. */
+static const char *const proc_needs[] = {
+	"bytes_4k", "bytes_2m", "bytes_1g", "stack_pins", "registrations",
+	"reg_per_s", "life_hist",
 };
 
-struct dr_pin {
-	uint64_t id;
-	uint64_t pid;
-	char *comm;
-	char *device;
-	uint64_t start;
-	uint64_t length;
-	uint64_t pinned_bytes;
-	char *caller;
-	uint64_t age_ms;
-	uint64_t stack;
-	uint64_t align;
-	uint64_t oversized;
-};
-
-struct dr_leak {
-	char *comm;
-	uint64_t uid;
-	uint64_t count;
-	uint64_t bytes;
-	uint64_t last_time_ns;
-};
-
-struct dr_site {
-	uint64_t pid;
-	char *comm;
-	uint64_t pins;
-	uint64_t bytes;
-	uint64_t oldest_age_ms;
-	char *frames;
-};
-
-#define F(type, name, t) { #name, t, offsetof(type, name), false }
-
-static const struct tbl_field proc_fields[] = {
-	F(struct dr_proc, pid, TF_U64),
-	F(struct dr_proc, comm, TF_STR),
-	F(struct dr_proc, pins, TF_U64),
-	F(struct dr_proc, pinned_bytes, TF_U64),
-	F(struct dr_proc, bytes_4k, TF_U64),
-	F(struct dr_proc, bytes_2m, TF_U64),
-	F(struct dr_proc, bytes_1g, TF_U64),
-	F(struct dr_proc, stack_pins, TF_U64),
-	F(struct dr_proc, registrations, TF_U64),
-	F(struct dr_proc, reg_per_s, TF_U64),
-	F(struct dr_proc, life_hist, TF_STR),
-};
-
-static const struct tbl_field pin_fields[] = {
-	F(struct dr_pin, id, TF_U64),
-	F(struct dr_pin, pid, TF_U64),
-	F(struct dr_pin, comm, TF_STR),
-	F(struct dr_pin, device, TF_STR),
-	F(struct dr_pin, start, TF_U64),
-	F(struct dr_pin, length, TF_U64),
-	F(struct dr_pin, pinned_bytes, TF_U64),
-	F(struct dr_pin, caller, TF_STR),
-	F(struct dr_pin, age_ms, TF_U64),
-	F(struct dr_pin, stack, TF_U64),
-	F(struct dr_pin, align, TF_U64),
-	F(struct dr_pin, oversized, TF_U64),
-};
-
-static const struct tbl_field leak_fields[] = {
-	F(struct dr_leak, comm, TF_STR),
-	F(struct dr_leak, uid, TF_U64),
-	F(struct dr_leak, count, TF_U64),
-	F(struct dr_leak, bytes, TF_U64),
-	F(struct dr_leak, last_time_ns, TF_U64),
-};
-
-static const struct tbl_field site_fields[] = {
-	F(struct dr_site, pid, TF_U64),
-	F(struct dr_site, comm, TF_STR),
-	F(struct dr_site, pins, TF_U64),
-	F(struct dr_site, bytes, TF_U64),
-	F(struct dr_site, oldest_age_ms, TF_U64),
-	F(struct dr_site, frames, TF_STR),
-};
-
-#undef F
+static const char *const pin_needs[] = { "stack", "align", "oversized" };
 
 struct doctor {
 	struct stats stats;
@@ -231,19 +142,18 @@ struct doctor {
 	struct table devs;
 	struct table leaks;
 	struct table sites;
-	struct event *events;
-	size_t nevents;
-	char *events_buf;
+	struct table events;
 	struct policy policy;
 	struct finding *f;
 	size_t nf;
 };
 
-#define PROC(d, i) TBL_ROW(&(d)->procs, struct dr_proc, i)
-#define PIN(d, i) TBL_ROW(&(d)->pins, struct dr_pin, i)
+#define PROC(d, i) TBL_ROW(&(d)->procs, struct proc_row, i)
+#define PIN(d, i) TBL_ROW(&(d)->pins, struct pin_row, i)
 #define DEV(d, i) TBL_ROW(&(d)->devs, struct dev_row, i)
-#define LEAK(d, i) TBL_ROW(&(d)->leaks, struct dr_leak, i)
-#define SITE(d, i) TBL_ROW(&(d)->sites, struct dr_site, i)
+#define LEAK(d, i) TBL_ROW(&(d)->leaks, struct leak_row, i)
+#define SITE(d, i) TBL_ROW(&(d)->sites, struct site_row, i)
+#define EVENT(d, i) TBL_ROW(&(d)->events, struct event, i)
 
 /* --- words and numbers for the messages --- */
 
@@ -561,7 +471,7 @@ static bool seen_before(const struct doctor *d, size_t i,
 	size_t j;
 
 	for (j = 0; j < i; j++)
-		if (same(&d->events[j], &d->events[i]))
+		if (same(EVENT(d, j), EVENT(d, i)))
 			return true;
 	return false;
 }
@@ -599,19 +509,19 @@ static void check_mr_table_events(struct doctor *d)
 	struct finding *f;
 	size_t i, j;
 
-	for (i = 0; i < d->nevents; i++) {
-		e = &d->events[i];
+	for (i = 0; i < d->events.nrows; i++) {
+		e = EVENT(d, i);
 		if (!event_key(e, "mr_table") || strncmp(e->scope, "device:", 7) ||
 		    seen_before(d, i, same_mr_table) ||
 		    device_over_mark(d, e->scope + 7))
 			continue;
 		count = last = usage = 0;
-		for (j = i; j < d->nevents; j++) {
-			if (!same_mr_table(e, &d->events[j]))
+		for (j = i; j < d->events.nrows; j++) {
+			if (!same_mr_table(e, EVENT(d, j)))
 				continue;
 			count++;
-			last = d->events[j].time_ns;
-			usage = d->events[j].usage;
+			last = EVENT(d, j)->time_ns;
+			usage = EVENT(d, j)->usage;
 		}
 		f = finding_new(d, SEV_MEDIUM, FK_MR_TABLE, usage);
 		f->subj = SUBJ_DEVICE;
@@ -653,17 +563,17 @@ static void check_limit_events(struct doctor *d)
 	bool deny;
 	size_t i, j;
 
-	for (i = 0; i < d->nevents; i++) {
-		e = &d->events[i];
+	for (i = 0; i < d->events.nrows; i++) {
+		e = EVENT(d, i);
 		if (!is_event(e) || event_key(e, "stack") ||
 		    event_key(e, "mr_table") || seen_before(d, i, same_limit))
 			continue;
 		count = largest = last = 0;
 		x = e;
-		for (j = i; j < d->nevents; j++) {
-			if (!same_limit(e, &d->events[j]))
+		for (j = i; j < d->events.nrows; j++) {
+			if (!same_limit(e, EVENT(d, j)))
 				continue;
-			x = &d->events[j];
+			x = EVENT(d, j);
 			count++;
 			if (x->asked > largest)
 				largest = x->asked;
@@ -703,7 +613,7 @@ static void check_limit_events(struct doctor *d)
 
 /* --- stack buffers --- */
 
-static const struct dr_proc *find_proc(const struct doctor *d, uint64_t pid)
+static const struct proc_row *find_proc(const struct doctor *d, uint64_t pid)
 {
 	size_t i;
 
@@ -721,8 +631,8 @@ static void stack_events(const struct doctor *d, uint64_t pid,
 	size_t i;
 
 	*warned = *denied = *last = 0;
-	for (i = 0; i < d->nevents; i++) {
-		e = &d->events[i];
+	for (i = 0; i < d->events.nrows; i++) {
+		e = EVENT(d, i);
 		if (!event_key(e, "stack") || e->pid != pid)
 			continue;
 		if (!strcmp(e->action, "deny"))
@@ -740,7 +650,7 @@ static void stack_finding(struct doctor *d, uint64_t pid, const char *comm,
 	char callers[MAX_CALLERS * 40] = "", with[sizeof(callers) + 4] = "";
 	char when[48] = "";
 	unsigned int ncallers = 0;
-	const struct dr_pin *p;
+	const struct pin_row *p;
 	struct finding *f;
 	size_t i;
 
@@ -802,7 +712,7 @@ static bool same_stack_pid(const struct event *a, const struct event *b)
 static void check_stack(struct doctor *d)
 {
 	uint64_t told = 0, warned, denied, last;
-	const struct dr_proc *p;
+	const struct proc_row *p;
 	const struct event *e;
 	struct finding *f;
 	size_t i;
@@ -816,8 +726,8 @@ static void check_stack(struct doctor *d)
 		told += p->stack_pins;
 	}
 	/* Processes that hold no pins now: from the events. */
-	for (i = 0; i < d->nevents; i++) {
-		e = &d->events[i];
+	for (i = 0; i < d->events.nrows; i++) {
+		e = EVENT(d, i);
 		if (!event_key(e, "stack") || find_proc(d, e->pid) ||
 		    seen_before(d, i, same_stack_pid))
 			continue;
@@ -841,7 +751,7 @@ static void check_stack(struct doctor *d)
 
 static void check_leaks(struct doctor *d)
 {
-	const struct dr_leak *l;
+	const struct leak_row *l;
 	struct finding *f;
 	char who[64];
 	const char *name;
@@ -879,7 +789,7 @@ static void check_leaks(struct doctor *d)
 
 static void check_small_pages(struct doctor *d)
 {
-	const struct dr_proc *p;
+	const struct proc_row *p;
 	struct finding *f;
 	size_t i;
 
@@ -928,7 +838,7 @@ static bool parse_hist(const char *s, uint64_t *released, uint64_t *fast)
 static int check_churn(struct doctor *d)
 {
 	uint64_t released, fast;
-	const struct dr_proc *p;
+	const struct proc_row *p;
 	struct finding *f;
 	char rate[64] = "";
 	size_t i;
@@ -969,7 +879,7 @@ static int check_churn(struct doctor *d)
 
 static int pin_cmp(const void *a, const void *b)
 {
-	const struct dr_pin *x = a, *y = b;
+	const struct pin_row *x = a, *y = b;
 
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
@@ -983,7 +893,7 @@ struct pin_sums {
 	uint64_t largest;
 };
 
-static void pin_add(struct pin_sums *s, const struct dr_pin *p)
+static void pin_add(struct pin_sums *s, const struct pin_row *p)
 {
 	s->count++;
 	s->length += p->length;
@@ -992,7 +902,7 @@ static void pin_add(struct pin_sums *s, const struct dr_pin *p)
 		s->largest = p->pinned_bytes;
 }
 
-static void pin_findings(struct doctor *d, const struct dr_pin *p,
+static void pin_findings(struct doctor *d, const struct pin_row *p,
 			 const struct pin_sums *big,
 			 const struct pin_sums *unaligned,
 			 const struct pin_sums *unaligned_2m)
@@ -1055,11 +965,11 @@ static void pin_findings(struct doctor *d, const struct dr_pin *p,
 static void check_pins(struct doctor *d)
 {
 	struct pin_sums big, unaligned, unaligned_2m;
-	const struct dr_pin *p;
+	const struct pin_row *p;
 	size_t i, j;
 
 	if (d->pins.nrows)
-		qsort(d->pins.rows, d->pins.nrows, sizeof(struct dr_pin),
+		qsort(d->pins.rows, d->pins.nrows, sizeof(struct pin_row),
 		      pin_cmp);
 	for (i = 0; i < d->pins.nrows; i = j) {
 		memset(&big, 0, sizeof(big));
@@ -1317,7 +1227,7 @@ static char *frame_text(const struct frame *fr)
 }
 
 static void site_finding(struct doctor *d, const struct proc_maps *m,
-			 const struct dr_site *row, const char *which)
+			 const struct site_row *row, const char *which)
 {
 	struct finding *f;
 	char *where;
@@ -1345,7 +1255,7 @@ static void site_finding(struct doctor *d, const struct proc_maps *m,
 /* Per process, the call sites of its oldest and of its biggest pins. */
 static void check_callsites(struct doctor *d)
 {
-	const struct dr_site *row, *oldest, *biggest;
+	const struct site_row *row, *oldest, *biggest;
 	struct proc_maps m;
 	size_t i, j;
 
@@ -1535,23 +1445,23 @@ static int doctor_load(struct doctor *d)
 
 	ret = load_stats(&d->stats);
 	if (!ret)
-		ret = tbl_load(&d->procs, "procs", proc_fields,
-			       ARRAY_SIZE(proc_fields), sizeof(struct dr_proc));
+		ret = load_procs(&d->procs);
 	if (!ret)
-		ret = tbl_load(&d->pins, "pins", pin_fields,
-			       ARRAY_SIZE(pin_fields), sizeof(struct dr_pin));
+		ret = tbl_require(&d->procs, proc_needs, ARRAY_SIZE(proc_needs));
+	if (!ret)
+		ret = load_pins(&d->pins);
+	if (!ret)
+		ret = tbl_require(&d->pins, pin_needs, ARRAY_SIZE(pin_needs));
 	if (!ret)
 		ret = load_devs(&d->devs);
 	if (!ret)
-		ret = tbl_load(&d->leaks, "leaks", leak_fields,
-			       ARRAY_SIZE(leak_fields), sizeof(struct dr_leak));
+		ret = load_leaks(&d->leaks);
 	if (!ret)
-		ret = tbl_load(&d->sites, "callsites", site_fields,
-			       ARRAY_SIZE(site_fields), sizeof(struct dr_site));
+		ret = load_callsites(&d->sites);
 	if (!ret)
 		ret = policy_load(&d->policy);
 	if (!ret)
-		ret = events_load(&d->events, &d->nevents, &d->events_buf);
+		ret = load_events(&d->events);
 	return ret;
 }
 
@@ -1588,8 +1498,7 @@ static void doctor_free(struct doctor *d)
 	tbl_free(&d->devs);
 	tbl_free(&d->leaks);
 	tbl_free(&d->sites);
-	free(d->events);
-	free(d->events_buf);
+	tbl_free(&d->events);
 	policy_free(&d->policy);
 }
 

@@ -6,8 +6,8 @@
  * stream.  Each open of it starts with a header line, then the events the
  * ring still holds; a read blocks when there is nothing new (O_NONBLOCK:
  * EAGAIN), like trace_pipe.  So without --follow the stream is read
- * non-blocking until EAGAIN; with --follow, poll() waits for more (a plain
- * file, as in tests, is polled every 250 ms).  "# lost N" tells that the
+ * non-blocking until EAGAIN (load_events()); with --follow, poll() waits
+ * for more (a plain file, as in tests, is polled every 250 ms).  "# lost N" tells that the
  * reader fell behind the ring.
  */
 #include <errno.h>
@@ -19,14 +19,6 @@
 #include <unistd.h>
 
 #include "mrpinctl.h"
-
-#define F(name, t) { #name, t, offsetof(struct event, name), false }
-static const struct tbl_field event_fields[] = {
-	F(seq, TF_U64), F(time_ns, TF_U64), F(action, TF_STR), F(pid, TF_U64),
-	F(comm, TF_STR), F(uid, TF_U64), F(scope, TF_STR), F(key, TF_STR),
-	F(asked, TF_U64), F(usage, TF_U64), F(limit, TF_U64),
-};
-#undef F
 
 static const struct column event_cols[] = {
 	{ .key = "seq", .title = "SEQ", .prio = 4, .width = 3 },
@@ -68,23 +60,7 @@ static void print_event(const struct event *e)
 	out_item_end();
 }
 
-/*
- * The reader of the stream: whole lines out of read() chunks.  Without
- * --follow, the events are kept (@keep) and printed once all are read
- * and parsed, so that a broken stream prints nothing but the problem.
- */
-struct reader {
-	int fd;
-	struct tbl_header h;
-	unsigned int lineno;
-	bool keep;
-	char *buf;
-	size_t len;
-	size_t size;
-	struct event *events;	/* kept; lost: seq EVENT_LOST, asked N */
-	size_t nevents;
-};
-
+/* "# lost N": in text on stderr, as it happens; in JSON, an item. */
 static void print_lost(uint64_t n)
 {
 	if (!opts.json) {
@@ -97,55 +73,57 @@ static void print_lost(uint64_t n)
 	out_item_end();
 }
 
-static void reader_event(struct reader *r, const struct event *e)
+static void print_any(const struct event *e)
 {
-	if (!r->keep) {
-		if (e->seq == EVENT_LOST)
-			print_lost(e->asked);
-		else
-			print_event(e);
-		return;
-	}
-	r->events = xrealloc(r->events, (r->nevents + 1) * sizeof(*e));
-	r->events[r->nevents++] = *e;
+	if (e->seq == EVENT_LOST)
+		print_lost(e->asked);
+	else
+		print_event(e);
 }
 
-/* One line of the stream: the header first, then events. */
-static int reader_line(struct reader *r, char *line)
+/* What the ring holds now, once all of it is read and parsed. */
+static int events_list(void)
 {
-	struct event e;
+	struct table t;
+	size_t i;
+	int ret;
 
-	memset(&e, 0, sizeof(e));
-	if (++r->lineno == 1)
-		return tbl_header_parse(&r->h, line, event_fields,
-					ARRAY_SIZE(event_fields));
-	if (!strncmp(line, "# lost ", 7) && parse_u64_all(line + 7, &e.asked)) {
-		e.seq = EVENT_LOST;
-		reader_event(r, &e);
-		return 0;
+	ret = load_events(&t);
+	if (!ret) {
+		out_list_begin(NULL, event_cols, ARRAY_SIZE(event_cols));
+		for (i = 0; i < t.nrows; i++)
+			print_any(TBL_ROW(&t, struct event, i));
+		out_list_end();
 	}
-	if (line[0] == '#' || !line[strspn(line, " \t")])
-		return 0;
-	if (tbl_row_parse(&r->h, r->lineno, line, event_fields,
-			  ARRAY_SIZE(event_fields), &e))
-		return EXIT_FAIL;
-	reader_event(r, &e);
-	return 0;
+	tbl_free(&t);
+	return ret;
 }
 
-/* Handle the whole lines; keep the rest (following). */
+/* --follow: whole lines out of read() chunks, each printed as it comes. */
+struct reader {
+	int fd;
+	struct tbl_header h;
+	unsigned int lineno;
+	char *buf;
+	size_t len;
+	size_t size;
+};
+
+/* Print the whole lines; keep the rest. */
 static int reader_lines(struct reader *r)
 {
 	char *start = r->buf, *nl;
+	struct event e;
+	bool got;
 	int ret = 0;
 
 	while (!ret && (nl = memchr(start, '\n', r->len - (size_t)(start - r->buf)))) {
 		*nl = '\0';
-		ret = reader_line(r, start);
+		ret = event_line(&r->h, ++r->lineno, start, &e, &got);
+		if (!ret && got)
+			print_any(&e);
 		start = nl + 1;
 	}
-	if (r->keep)
-		return ret;
 	r->len -= (size_t)(start - r->buf);
 	memmove(r->buf, start, r->len);
 	return ret;
@@ -166,15 +144,15 @@ static int reader_wait(struct reader *r, bool eof)
 	return 0;
 }
 
-/* Read what there is (without --follow: until EAGAIN or the end). */
-static int reader_run(struct reader *r, bool follow)
+/* Read and print until an error (or a signal ends the process). */
+static int reader_run(struct reader *r)
 {
 	ssize_t n;
 	int ret = 0;
 
 	while (!ret) {
 		if (r->len + 4096 > r->size) {
-			if (!r->keep && r->len >= 65536) {
+			if (r->len >= 65536) {
 				pr_err("%s:%u: line too long", r->h.path,
 				       r->lineno + 1);
 				return EXIT_FAIL;
@@ -185,117 +163,47 @@ static int reader_run(struct reader *r, bool follow)
 		n = read(r->fd, r->buf + r->len, r->size - r->len);
 		if (n > 0) {
 			r->len += (size_t)n;
-			if (!r->keep)
-				ret = reader_lines(r);
+			ret = reader_lines(r);
 		} else if (n < 0 && errno == EINTR) {
 			continue;
 		} else if (n < 0 && errno != EAGAIN) {
 			pr_err("reading %s: %s", r->h.path, strerror(errno));
 			ret = EXIT_FAIL;
-		} else if (follow) {
-			ret = reader_wait(r, n == 0);
 		} else {
-			break;
+			ret = reader_wait(r, n == 0);
 		}
-	}
-	if (!ret && r->keep && r->len && r->buf[r->len - 1] != '\n') {
-		pr_err("%s: truncated (no newline at the end)", r->h.path);
-		ret = EXIT_FAIL;
-	}
-	if (!ret && r->keep)
-		ret = reader_lines(r);
-	if (!ret && !r->lineno) {
-		pr_err("%s: empty: expected a header line", r->h.path);
-		ret = EXIT_FAIL;
 	}
 	return ret;
 }
 
-static int events_open(struct reader *r)
+static int events_follow(void)
 {
-	char *path = debugfs_path("events");
-	int err;
+	struct reader r = { .fd = -1 };
+	char *path;
+	int ret;
 
-	r->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (r->fd >= 0) {
-		r->h.path = path;
-		return 0;
-	}
-	err = errno;
-	if (!debugfs_check()) {
-		if (err == EACCES || err == EPERM)
-			pr_err("permission denied reading %s: run mrpinctl as root (e.g. with sudo)",
-			       path);
-		else
-			pr_err("%s: %s", path, strerror(err));
-	}
+	r.fd = debugfs_open("events", O_NONBLOCK, &path);
+	if (r.fd < 0)
+		return EXIT_FAIL;
+	r.h.path = path;
+	out_stream_begin(event_cols, ARRAY_SIZE(event_cols));
+	ret = reader_run(&r);
+	close(r.fd);
 	free(path);
-	return EXIT_FAIL;
-}
-
-static void print_kept(const struct reader *r)
-{
-	size_t i;
-
-	out_list_begin(NULL, event_cols, ARRAY_SIZE(event_cols));
-	for (i = 0; i < r->nevents; i++) {
-		if (r->events[i].seq == EVENT_LOST)
-			print_lost(r->events[i].asked);
-		else
-			print_event(&r->events[i]);
-	}
-	out_list_end();
+	free(r.buf);
+	return ret;
 }
 
 static int events_show(int argc, char **argv)
 {
-	bool follow = opts.given & OPT_FOLLOW;
-	struct reader r = { .fd = -1, .keep = !follow };
 	int ret;
 
 	ret = options_only("events", OPT_FOLLOW);
 	if (!ret)
 		ret = kwargs_parse("events", NULL, 0, argc, argv);
-	if (!ret)
-		ret = events_open(&r);
 	if (ret)
 		return ret;
-	if (follow)
-		out_stream_begin(event_cols, ARRAY_SIZE(event_cols));
-	ret = reader_run(&r, follow);
-	if (!ret && !follow)
-		print_kept(&r);
-	close(r.fd);
-	free((char *)r.h.path);
-	free(r.buf);
-	free(r.events);
-	return ret;
-}
-
-/*
- * The events the ring holds, oldest first, without waiting (for doctor):
- * *events point into *buf; the caller frees both.
- */
-int events_load(struct event **events, size_t *n, char **buf)
-{
-	struct reader r = { .fd = -1, .keep = true };
-	int ret;
-
-	ret = events_open(&r);
-	if (ret)
-		return ret;
-	ret = reader_run(&r, false);
-	close(r.fd);
-	free((char *)r.h.path);
-	if (ret) {
-		free(r.buf);
-		free(r.events);
-		return ret;
-	}
-	*events = r.events;
-	*n = r.nevents;
-	*buf = r.buf;
-	return 0;
+	return opts.given & OPT_FOLLOW ? events_follow() : events_list();
 }
 
 static int events_help(int argc, char **argv)

@@ -101,6 +101,7 @@ int usage_err(const char *fmt, ...) __printf(1, 2);
 void *xmalloc(size_t size);
 void *xrealloc(void *p, size_t size);
 char *xstrdup(const char *s);
+int read_fd(int fd, char **buf, size_t *len);
 int read_whole(const char *path, char **buf, size_t *len);
 
 const char *fmt_bytes(char *buf, size_t len, uint64_t v);
@@ -135,23 +136,29 @@ struct tbl_field {
 	bool optional;		/* absent from older modules: left zero */
 };
 
-/* A table read from debugfs: rows of row_size bytes, strings in buf. */
+/*
+ * A table read from debugfs: rows of row_size bytes, strings in buf;
+ * @have: bit i set when the header has column @fields[i].
+ */
 struct table {
 	char *path;
 	char *buf;
 	void *rows;
 	size_t nrows;
+	const struct tbl_field *fields;
+	size_t nfields;
+	uint64_t have;
 };
 
 #define TBL_ROW(t, type, i) (&((type *)(t)->rows)[i])
 
 char *debugfs_path(const char *name);
 int debugfs_check(void);
+int debugfs_open(const char *name, int flags, char **path);
 int debugfs_read(const char *name, char **buf, size_t *len);
 int tbl_load(struct table *t, const char *name, const struct tbl_field *f,
 	     size_t nf, size_t row_size);
-int tbl_parse(struct table *t, const struct tbl_field *f, size_t nf,
-	      size_t row_size);
+int tbl_require(const struct table *t, const char *const *names, size_t n);
 
 /* --- control.c --- */
 
@@ -176,7 +183,11 @@ void tbl_free(struct table *t);
 void unescape(char *s);
 int split_words(char *line, char **words, int max);
 
-/* The rows of the tables, as the tool uses them. */
+/*
+ * The rows of the tables, one type a table, for every command.  A column
+ * that older modules lack is optional (left zero or NULL when absent): a
+ * command that needs one asks tbl_require() for it.
+ */
 struct stats {
 	uint64_t pins;
 	uint64_t pinned_bytes;
@@ -208,7 +219,14 @@ struct proc_row {
 	uint64_t peak_bytes;
 	uint64_t vm_pinned_bytes;
 	uint64_t memlock_bytes;
-	uint64_t denials;
+	uint64_t denials;	/* optional, as the rest */
+	uint64_t bytes_4k;
+	uint64_t bytes_2m;
+	uint64_t bytes_1g;
+	uint64_t stack_pins;
+	uint64_t registrations;
+	uint64_t reg_per_s;
+	char *life_hist;	/* pins released, by log2 of their life in us */
 };
 
 struct pin_row {
@@ -221,6 +239,9 @@ struct pin_row {
 	uint64_t pinned_bytes;
 	char *caller;
 	uint64_t age_ms;
+	uint64_t stack;		/* optional, as the rest */
+	uint64_t align;
+	uint64_t oversized;
 };
 
 struct user_row {
@@ -234,6 +255,25 @@ struct cgroup_row {
 	char *cgroup;
 	uint64_t pins;
 	uint64_t pinned_bytes;
+};
+
+/* The MRs a program left to the kernel's cleanup (`leaks`). */
+struct leak_row {
+	char *comm;
+	uint64_t uid;
+	uint64_t count;
+	uint64_t bytes;
+	uint64_t last_time_ns;
+};
+
+/* Where a process registered its live pins (`callsites`). */
+struct site_row {
+	uint64_t pid;
+	char *comm;
+	uint64_t pins;
+	uint64_t bytes;
+	uint64_t oldest_age_ms;
+	char *frames;		/* "0x..,0x..": innermost first */
 };
 
 /* An event of the `events` stream; "# lost N": seq EVENT_LOST, asked N. */
@@ -259,14 +299,16 @@ int load_procs(struct table *t);
 int load_pins(struct table *t);
 int load_users(struct table *t);
 int load_cgroups(struct table *t);
+int load_leaks(struct table *t);
+int load_callsites(struct table *t);
+int load_events(struct table *t);
+int event_line(struct tbl_header *h, unsigned int lineno, char *line,
+	       struct event *e, bool *got);
 int load_version(char *buf, size_t len);
 
 enum proc_sort { SORT_PINNED, SORT_PINS, SORT_PEAK };
 extern const char *const proc_sort_names[];
 void procs_sort(struct table *t, enum proc_sort by);
-
-/* --- cmd_events.c --- */
-int events_load(struct event **events, size_t *n, char **buf);
 
 /* --- json.c --- */
 

@@ -1,15 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Reading mrpin's tables under debugfs.
+ * Reading mrpin's tables under debugfs: every table's columns and the
+ * loader that gives its rows (the row types are in mrpinctl.h), for every
+ * command alike.
  *
  * A table is text: a first line "# " and the column names, then one row per
  * line, whitespace-separated.  Columns are found BY NAME in the header, so
  * that columns a later module adds (always at the end of a line) are
  * ignored, and a module that lacks a column this tool needs is named as
- * such.  comm and cgroup are escaped as /proc/self/mountinfo escapes them
- * (\ooo octal for space, tab, newline and backslash): unescaped in place.
- * Anything else that does not parse is an error that names the file, the
- * line and the column.
+ * such; the columns older modules lack are optional, and a command that
+ * needs one asks for it (tbl_require()).  comm and cgroup are escaped as
+ * /proc/self/mountinfo escapes them (\ooo octal for space, tab, newline and
+ * backslash): unescaped in place.  Anything else that does not parse is an
+ * error that names the file, the line and the column.
+ *
+ * `stats` is "key value" lines instead; `events` is a stream with the same
+ * header, read without blocking, whose "# lost N" lines are rows too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -83,6 +89,24 @@ static int open_failed(const char *name, const char *path)
 	else
 		pr_err("%s: %s", path, strerror(err));
 	return EXIT_FAIL;
+}
+
+/*
+ * Open debugfs file @name with @flags (and O_RDONLY): the descriptor, its
+ * path in *path (to free); or -1 and the reason said.
+ */
+int debugfs_open(const char *name, int flags, char **path)
+{
+	int fd;
+
+	*path = debugfs_path(name);
+	fd = open(*path, O_RDONLY | O_CLOEXEC | flags);
+	if (fd >= 0)
+		return fd;
+	open_failed(name, *path);
+	free(*path);
+	*path = NULL;
+	return -1;
 }
 
 /* The whole of debugfs file @name, NUL-terminated, in *buf (to free). */
@@ -237,18 +261,20 @@ int tbl_row_parse(const struct tbl_header *h, unsigned int lineno, char *line,
 }
 
 /* Parse t->buf (a whole table) into t->rows. */
-int tbl_parse(struct table *t, const struct tbl_field *f, size_t nf,
-	      size_t row_size)
+static int tbl_parse(struct table *t, const struct tbl_field *f, size_t nf,
+		     size_t row_size)
 {
 	struct tbl_header h = { .path = t->path };
 	char *pos = t->buf, *line;
 	unsigned int lineno = 1;
-	size_t max = 1;
+	size_t max = 1, i;
 	bool complete;
 	int ret;
 
 	if (nf > TBL_MAX_COLUMNS)
 		return EXIT_FAIL;
+	t->fields = f;
+	t->nfields = nf;
 	for (line = t->buf; *line; line++)
 		max += *line == '\n';
 	t->rows = xrealloc(NULL, max * row_size);
@@ -260,6 +286,9 @@ int tbl_parse(struct table *t, const struct tbl_field *f, size_t nf,
 		return EXIT_FAIL;
 	}
 	ret = tbl_header_parse(&h, line, f, nf);
+	for (i = 0; !ret && i < nf; i++)
+		if (h.col[i] >= 0)
+			t->have |= 1ULL << i;
 	while (!ret && (line = next_line(&pos, &complete))) {
 		lineno++;
 		if (!complete) {
@@ -292,6 +321,27 @@ int tbl_load(struct table *t, const char *name, const struct tbl_field *f,
 		return EXIT_FAIL;
 	}
 	return tbl_parse(t, f, nf, row_size);
+}
+
+/*
+ * The optional columns @names that a command needs: each of them in the
+ * header of @t, or the first that is not named as missing.
+ */
+int tbl_require(const struct table *t, const char *const *names, size_t n)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < t->nfields; j++)
+			if (!strcmp(t->fields[j].name, names[i]))
+				break;
+		if (j < t->nfields && (t->have & (1ULL << j)))
+			continue;
+		pr_err("%s:1: no column '%s' in the header (mrpinctl %s needs it; update the module)",
+		       t->path, names[i], MRPIN_VERSION);
+		return EXIT_FAIL;
+	}
+	return 0;
 }
 
 void tbl_free(struct table *t)
@@ -346,66 +396,112 @@ int kv_load(const char *name, const struct tbl_field *f, size_t nf, void *dst)
 
 /* --- the tables --- */
 
-#define F(type, name, t, opt) { #name, t, offsetof(type, name), opt }
+/* A column, and one that older modules lack. */
+#define F(type, name, t) { #name, t, offsetof(type, name), false }
+#define F_OPT(type, name, t) { #name, t, offsetof(type, name), true }
 
 static const struct tbl_field stats_fields[] = {
-	F(struct stats, pins, TF_U64, false),
-	F(struct stats, pinned_bytes, TF_U64, false),
-	F(struct stats, peak_pinned_bytes, TF_U64, false),
-	F(struct stats, pins_total, TF_U64, false),
-	F(struct stats, releases_total, TF_U64, false),
-	F(struct stats, untracked_releases_total, TF_U64, false),
-	F(struct stats, denials_total, TF_U64, true),
-	F(struct stats, warnings_total, TF_U64, true),
-	F(struct stats, stack_pins_total, TF_U64, true),
-	F(struct stats, ram_bytes, TF_U64, true),
+	F(struct stats, pins, TF_U64),
+	F(struct stats, pinned_bytes, TF_U64),
+	F(struct stats, peak_pinned_bytes, TF_U64),
+	F(struct stats, pins_total, TF_U64),
+	F(struct stats, releases_total, TF_U64),
+	F(struct stats, untracked_releases_total, TF_U64),
+	F_OPT(struct stats, denials_total, TF_U64),
+	F_OPT(struct stats, warnings_total, TF_U64),
+	F_OPT(struct stats, stack_pins_total, TF_U64),
+	F_OPT(struct stats, ram_bytes, TF_U64),
 };
 
 static const struct tbl_field dev_fields[] = {
-	F(struct dev_row, device, TF_STR, false),
-	F(struct dev_row, node_guid, TF_STR, false),
-	F(struct dev_row, max_mr, TF_U64, false),
-	F(struct dev_row, pins, TF_U64, false),
-	F(struct dev_row, pinned_bytes, TF_U64, false),
+	F(struct dev_row, device, TF_STR),
+	F(struct dev_row, node_guid, TF_STR),
+	F(struct dev_row, max_mr, TF_U64),
+	F(struct dev_row, pins, TF_U64),
+	F(struct dev_row, pinned_bytes, TF_U64),
 };
 
 static const struct tbl_field proc_fields[] = {
-	F(struct proc_row, pid, TF_U64, false),
-	F(struct proc_row, comm, TF_STR, false),
-	F(struct proc_row, uid, TF_U64, false),
-	F(struct proc_row, cgroup, TF_STR, false),
-	F(struct proc_row, pins, TF_U64, false),
-	F(struct proc_row, pinned_bytes, TF_U64, false),
-	F(struct proc_row, peak_bytes, TF_U64, false),
-	F(struct proc_row, vm_pinned_bytes, TF_U64, false),
-	F(struct proc_row, memlock_bytes, TF_LIMIT, false),
-	F(struct proc_row, denials, TF_U64, true),
+	F(struct proc_row, pid, TF_U64),
+	F(struct proc_row, comm, TF_STR),
+	F(struct proc_row, uid, TF_U64),
+	F(struct proc_row, cgroup, TF_STR),
+	F(struct proc_row, pins, TF_U64),
+	F(struct proc_row, pinned_bytes, TF_U64),
+	F(struct proc_row, peak_bytes, TF_U64),
+	F(struct proc_row, vm_pinned_bytes, TF_U64),
+	F(struct proc_row, memlock_bytes, TF_LIMIT),
+	F_OPT(struct proc_row, denials, TF_U64),
+	F_OPT(struct proc_row, bytes_4k, TF_U64),
+	F_OPT(struct proc_row, bytes_2m, TF_U64),
+	F_OPT(struct proc_row, bytes_1g, TF_U64),
+	F_OPT(struct proc_row, stack_pins, TF_U64),
+	F_OPT(struct proc_row, registrations, TF_U64),
+	F_OPT(struct proc_row, reg_per_s, TF_U64),
+	F_OPT(struct proc_row, life_hist, TF_STR),
 };
 
 static const struct tbl_field pin_fields[] = {
-	F(struct pin_row, id, TF_U64, false),
-	F(struct pin_row, pid, TF_U64, false),
-	F(struct pin_row, comm, TF_STR, false),
-	F(struct pin_row, device, TF_STR, false),
-	F(struct pin_row, start, TF_U64, false),
-	F(struct pin_row, length, TF_U64, false),
-	F(struct pin_row, pinned_bytes, TF_U64, false),
-	F(struct pin_row, caller, TF_STR, false),
-	F(struct pin_row, age_ms, TF_U64, false),
+	F(struct pin_row, id, TF_U64),
+	F(struct pin_row, pid, TF_U64),
+	F(struct pin_row, comm, TF_STR),
+	F(struct pin_row, device, TF_STR),
+	F(struct pin_row, start, TF_U64),
+	F(struct pin_row, length, TF_U64),
+	F(struct pin_row, pinned_bytes, TF_U64),
+	F(struct pin_row, caller, TF_STR),
+	F(struct pin_row, age_ms, TF_U64),
+	F_OPT(struct pin_row, stack, TF_U64),
+	F_OPT(struct pin_row, align, TF_U64),
+	F_OPT(struct pin_row, oversized, TF_U64),
 };
 
 static const struct tbl_field user_fields[] = {
-	F(struct user_row, uid, TF_U64, false),
-	F(struct user_row, pins, TF_U64, false),
-	F(struct user_row, pinned_bytes, TF_U64, false),
+	F(struct user_row, uid, TF_U64),
+	F(struct user_row, pins, TF_U64),
+	F(struct user_row, pinned_bytes, TF_U64),
 };
 
 static const struct tbl_field cgroup_fields[] = {
-	F(struct cgroup_row, id, TF_U64, false),
-	F(struct cgroup_row, cgroup, TF_STR, false),
-	F(struct cgroup_row, pins, TF_U64, false),
-	F(struct cgroup_row, pinned_bytes, TF_U64, false),
+	F(struct cgroup_row, id, TF_U64),
+	F(struct cgroup_row, cgroup, TF_STR),
+	F(struct cgroup_row, pins, TF_U64),
+	F(struct cgroup_row, pinned_bytes, TF_U64),
 };
+
+static const struct tbl_field leak_fields[] = {
+	F(struct leak_row, comm, TF_STR),
+	F(struct leak_row, uid, TF_U64),
+	F(struct leak_row, count, TF_U64),
+	F(struct leak_row, bytes, TF_U64),
+	F(struct leak_row, last_time_ns, TF_U64),
+};
+
+static const struct tbl_field site_fields[] = {
+	F(struct site_row, pid, TF_U64),
+	F(struct site_row, comm, TF_STR),
+	F(struct site_row, pins, TF_U64),
+	F(struct site_row, bytes, TF_U64),
+	F(struct site_row, oldest_age_ms, TF_U64),
+	F(struct site_row, frames, TF_STR),
+};
+
+static const struct tbl_field event_fields[] = {
+	F(struct event, seq, TF_U64),
+	F(struct event, time_ns, TF_U64),
+	F(struct event, action, TF_STR),
+	F(struct event, pid, TF_U64),
+	F(struct event, comm, TF_STR),
+	F(struct event, uid, TF_U64),
+	F(struct event, scope, TF_STR),
+	F(struct event, key, TF_STR),
+	F(struct event, asked, TF_U64),
+	F(struct event, usage, TF_U64),
+	F(struct event, limit, TF_U64),
+};
+
+#undef F_OPT
+#undef F
 
 /*
  * The RAM is the one of the machine whose mrpin is read, so that a snapshot
@@ -452,6 +548,92 @@ int load_cgroups(struct table *t)
 {
 	return tbl_load(t, "cgroups", cgroup_fields, ARRAY_SIZE(cgroup_fields),
 			sizeof(struct cgroup_row));
+}
+
+int load_leaks(struct table *t)
+{
+	return tbl_load(t, "leaks", leak_fields, ARRAY_SIZE(leak_fields),
+			sizeof(struct leak_row));
+}
+
+int load_callsites(struct table *t)
+{
+	return tbl_load(t, "callsites", site_fields, ARRAY_SIZE(site_fields),
+			sizeof(struct site_row));
+}
+
+/*
+ * Line @lineno of the `events` stream: line 1 is the header, into @h; then
+ * an event or "# lost N" into @e (*got set), or nothing (other comments,
+ * blank lines).
+ */
+int event_line(struct tbl_header *h, unsigned int lineno, char *line,
+	       struct event *e, bool *got)
+{
+	*got = false;
+	if (lineno == 1)
+		return tbl_header_parse(h, line, event_fields,
+					ARRAY_SIZE(event_fields));
+	memset(e, 0, sizeof(*e));
+	if (!strncmp(line, "# lost ", 7) && parse_u64_all(line + 7, &e->asked)) {
+		e->seq = EVENT_LOST;
+		*got = true;
+		return 0;
+	}
+	if (line[0] == '#' || !line[strspn(line, " \t")])
+		return 0;
+	if (tbl_row_parse(h, lineno, line, event_fields,
+			  ARRAY_SIZE(event_fields), e))
+		return EXIT_FAIL;
+	*got = true;
+	return 0;
+}
+
+/*
+ * The events the ring holds now, oldest first, as rows of struct event:
+ * `events` is a stream that blocks when it has nothing new, so it is read
+ * non-blocking until it has no more.
+ */
+int load_events(struct table *t)
+{
+	struct tbl_header h = { 0 };
+	unsigned int lineno = 0;
+	char *line, *nl, *end;
+	struct event e;
+	size_t len;
+	int fd, ret;
+	bool got;
+
+	memset(t, 0, sizeof(*t));
+	fd = debugfs_open("events", O_NONBLOCK, &t->path);
+	if (fd < 0)
+		return EXIT_FAIL;
+	h.path = t->path;
+	ret = read_fd(fd, &t->buf, &len);
+	close(fd);
+	if (ret) {
+		pr_err("reading %s: %s", t->path, strerror(ret));
+		return EXIT_FAIL;
+	}
+	if (len && t->buf[len - 1] != '\n') {
+		pr_err("%s: truncated (no newline at the end)", t->path);
+		return EXIT_FAIL;
+	}
+	end = t->buf + len;
+	for (line = t->buf; !ret && line < end; line = nl + 1) {
+		nl = memchr(line, '\n', (size_t)(end - line));
+		*nl = '\0';
+		ret = event_line(&h, ++lineno, line, &e, &got);
+		if (ret || !got)
+			continue;
+		t->rows = xrealloc(t->rows, (t->nrows + 1) * sizeof(e));
+		((struct event *)t->rows)[t->nrows++] = e;
+	}
+	if (!ret && !lineno) {
+		pr_err("%s: empty: expected a header line", t->path);
+		ret = EXIT_FAIL;
+	}
+	return ret;
 }
 
 /* The module's version ("0.1.0") from "mrpin 0.1.0". */

@@ -311,20 +311,17 @@ unsigned int term_width(void)
 }
 
 /*
- * The whole of file @path, NUL-terminated, in *buf (to free) and its
- * length in *len.  Returns 0, or the errno of the open or read (nothing
- * said: the caller knows what the file is).
+ * The whole of open file @fd, NUL-terminated, in *buf (to free) and its
+ * length in *len; a descriptor opened O_NONBLOCK is read until it has
+ * nothing more (EAGAIN).  Returns 0, or the errno of the read.
  */
-int read_whole(const char *path, char **buf, size_t *len)
+int read_fd(int fd, char **buf, size_t *len)
 {
 	size_t size = 16384, n = 0;
 	ssize_t r;
 	char *b;
-	int fd, err = 0;
+	int err = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
 	b = xmalloc(size);
 	for (;;) {
 		if (n + 1 >= size)
@@ -332,13 +329,12 @@ int read_whole(const char *path, char **buf, size_t *len)
 		r = read(fd, b + n, size - n - 1);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0)
+		if (r < 0 && errno != EAGAIN)
 			err = errno;
 		if (r <= 0)
 			break;
 		n += (size_t)r;
 	}
-	close(fd);
 	if (err) {
 		free(b);
 		return err;
@@ -347,4 +343,20 @@ int read_whole(const char *path, char **buf, size_t *len)
 	*buf = b;
 	*len = n;
 	return 0;
+}
+
+/*
+ * The whole of file @path, as read_fd() reads it.  Returns 0, or the errno
+ * of the open or read (nothing said: the caller knows what the file is).
+ */
+int read_whole(const char *path, char **buf, size_t *len)
+{
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	err = read_fd(fd, buf, len);
+	close(fd);
+	return err;
 }
