@@ -381,7 +381,7 @@ int main(int argc, char **argv)
 	ret = cmd_select(objects, NULL, argc, argv, NULL);
 	if (fflush(stdout) || ferror(stdout)) {
 		pr_err("writing the output: %s", strerror(errno));
-		return EXIT_FAIL;
+		return ret > EXIT_FAIL ? ret : EXIT_FAIL;
 	}
 	return ret;
 }

@@ -10,6 +10,7 @@
  *   print.c      one printer per field type, text or JSON
  *   config.c     the policy grammar (limits file and config files)
  *   cmd_*.c      one file per object
+ *   doctor*      the doctor's checks, findings and call sites (doctor.h)
  */
 #ifndef MRPINCTL_H
 #define MRPINCTL_H
@@ -27,7 +28,7 @@
 /* Exit codes. */
 enum {
 	EXIT_OK = 0,
-	EXIT_FAIL = 1,		/* runtime failure */
+	EXIT_FAIL = 1,		/* runtime failure (doctor: 2, see there) */
 	EXIT_USAGE = 2,		/* bad command line or configuration */
 };
 
@@ -101,6 +102,7 @@ int usage_err(const char *fmt, ...) __printf(1, 2);
 void *xmalloc(size_t size);
 void *xrealloc(void *p, size_t size);
 char *xstrdup(const char *s);
+char *strfmt(const char *fmt, ...) __printf(1, 2);
 int read_fd(int fd, char **buf, size_t *len);
 int read_whole(const char *path, char **buf, size_t *len);
 

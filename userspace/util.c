@@ -43,6 +43,23 @@ int usage_err(const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+/* A string formatted as printf() does, allocated (to free). */
+char *strfmt(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	s = xmalloc(n < 0 ? 1 : (size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(s, n < 0 ? 1 : (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	return s;
+}
+
 void *xrealloc(void *p, size_t size)
 {
 	p = realloc(p, size ? size : 1);

@@ -249,7 +249,8 @@ json_tests() {
 		'[e.get("seq") for e in d] == [0, 1, None, 5, 6] and d[2] == {"lost": 3} and d[3]["scope"] == "cgroup:/system.slice/perftest runs.service"'
 }
 
-# --- doctor: every kind of finding, worst first; exit 1; nothing: exit 0 ---
+# --- doctor: every kind of finding, worst first; exit 1; nothing: exit 0;
+# failed: exit 2 ---
 
 doctor_tests() {
 	local kinds='global-limit mr-table stack denied leak-exit 4k-pages churn oversized over-limit misaligned misaligned-2m leak-suspect'
@@ -292,15 +293,21 @@ doctor_tests() {
 	check "doctor: nothing found: one line" eval \
 		'[ $rc = 0 ] && [ "$(cat "$out/stdout")" = "no problems found (2 processes, 3 pins, 2 devices)" ]'
 	run "$snaps/old" doctor
-	check "doctor: an old module: exit 1, what is missing named" fails_with 1 "old/procs:1: no column 'bytes_4k' in the header"
+	check "doctor: an old module: exit 2, what is missing named" fails_with 2 "old/procs:1: no column 'bytes_4k' in the header"
 	scratch mistakes
 	sed -i '3s/ [0-9,]*$/ 1,2,x/' "$out/snap/procs"
 	run "$out/snap" doctor
-	check "doctor: a bad life_hist: exit 1, named" fails_with 1 "snap/procs: pid 77: column 'life_hist': expected comma-separated counts, found '1,2,x'"
+	check "doctor: a bad life_hist: exit 2, named" fails_with 2 "snap/procs: pid 77: column 'life_hist': expected comma-separated counts, found '1,2,x'"
 	scratch mistakes
 	rm "$out/snap/callsites"
 	run "$out/snap" doctor
-	check "doctor: no callsites file: exit 1, named" fails_with 1 "snap/callsites was not found"
+	check "doctor: no callsites file: exit 2, named" fails_with 2 "snap/callsites was not found"
+	scratch mistakes
+	sed -i '1s/ stack / /' "$out/snap/pins"
+	run "$out/snap" doctor
+	check "doctor: pins without a column it needs: exit 2, named" fails_with 2 "snap/pins:1: no column 'stack' in the header"
+	run "$out/none" doctor
+	check "doctor: mrpin not loaded: exit 2, one sentence" fails_with 2 "mrpin is not loaded: run 'modprobe mrpin'"
 	doctor_callsite_test
 }
 
@@ -525,12 +532,14 @@ truncation_fuzz() {
 			head -c "$i" "$snaps/mistakes/$file" >"$out/snap/$file"
 			run "$out/snap" doctor
 			n=$((n + 1))
-			if ! clean || [ "$rc" -gt 1 ]; then
+			if ! clean || [ "$rc" -gt 2 ] ||
+				{ [ "$rc" = 1 ] && [ ! -s "$out/stdout" ]; } ||
+				{ [ "$rc" = 2 ] && [ -s "$out/stdout" ]; }; then
 				bad=$((bad + 1))
 				diag "doctor, $file cut at $i: status $rc"
 			fi
 		done
-		check "fuzz: doctor, $file cut at $n places: exit 0 or 1, no crash" test "$bad" = 0
+		check "fuzz: doctor, $file cut at $n places: exit 0, 1 with findings or 2 with none, no crash" test "$bad" = 0
 	done
 }
 
@@ -538,16 +547,17 @@ truncation_fuzz() {
 # and command lines (tests/mutate.py; $FUZZ_SEED, default 1, picks them) ---
 
 # judged CMD FILE LINE: the last run printed its output (status 0; doctor
-# also 1 with findings), or failed with status 1 and one line, on stderr
-# only, that names FILE (and LINE, when the change was on one line of a
-# table: stats and version are named as a whole); no sanitizer report, no
-# crash.
+# also 1 with findings), or failed with status 1 (doctor: 2) and one line,
+# on stderr only, that names FILE (and LINE, when the change was on one
+# line of a table: stats and version are named as a whole); no sanitizer
+# report, no crash.
 judged() {
-	local cmd=$1 file=$2 line=$3
+	local cmd=$1 file=$2 line=$3 failed=1
 	clean || return 1
 	[ "$rc" = 0 ] && return 0
 	[ "$cmd" = doctor ] && [ "$rc" = 1 ] && [ -s "$out/stdout" ] && return 0
-	[ "$rc" = 1 ] && [ ! -s "$out/stdout" ] && [ "$(wc -l <"$out/stderr")" = 1 ] &&
+	[ "$cmd" = doctor ] && failed=2
+	[ "$rc" = "$failed" ] && [ ! -s "$out/stdout" ] && [ "$(wc -l <"$out/stderr")" = 1 ] &&
 		grep -q "^mrpinctl: .*/$file\(:\| \|\$\)" "$out/stderr" || return 1
 	case $file in stats | version) return 0 ;; esac
 	[ "$line" = 0 ] || grep -q "/$file:$line:" "$out/stderr"

@@ -1,0 +1,786 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mrpinctl doctor: the checks.
+ *
+ * Each check reads the tables of struct doctor and adds a finding for each
+ * registration mistake it sees, with its evidence and one line of advice:
+ *
+ *   high    the global limit nearly used up; an MR table past the module's
+ *           mr_table_warn mark; buffers registered on a stack; refusals
+ *   medium  MRs left to the kernel's cleanup (exit, close); processes that
+ *           pin mostly 4 KiB pages; registration churn; oversized pins;
+ *           limits crossed in warn mode; an MR table mark crossed before
+ *   low     starts not aligned to a page, large pins not aligned to 2 MiB;
+ *           with callsites=on, where each process registered its oldest
+ *           and its biggest live pins (the leak suspects)
+ *
+ * The thresholds are the defines below (mrpinctl(8) documents them).  The
+ * checks only read the tables, except check_pins(), which sorts the pins
+ * by process.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "doctor.h"
+
+/* The thresholds. */
+#define SMALL_PAGES_MIN_BYTES	(64ULL << 20)	/* 4k-pages: a process pinning this */
+#define SMALL_PAGES_PCT		50		/* ... with this much on 4 KiB pages */
+#define CHURN_MIN_RELEASES	1000		/* churn: this many pins gone */
+#define CHURN_PCT		50		/* ... this many of them under 1 ms */
+#define CHURN_FAST_BUCKETS	10		/* life_hist 0-9: under 1024 us */
+#define GLOBAL_PCT		80		/* of the global max_pinned */
+#define RAM_PCT			80		/* of RAM, without a global limit */
+#define MR_TABLE_PCT		80		/* when the module has no mr_table_warn */
+#define PAGE_4K			4096ULL
+#define HUGE_2M			(2ULL << 20)
+
+#define MAX_CALLERS	3
+
+#define PROC(d, i) TBL_ROW(&(d)->procs, struct proc_row, i)
+#define PIN(d, i) TBL_ROW(&(d)->pins, struct pin_row, i)
+#define DEV(d, i) TBL_ROW(&(d)->devs, struct dev_row, i)
+#define LEAK(d, i) TBL_ROW(&(d)->leaks, struct leak_row, i)
+#define SITE(d, i) TBL_ROW(&(d)->sites, struct site_row, i)
+#define EVENT(d, i) TBL_ROW(&(d)->events, struct event, i)
+
+/* --- the global limit, and RAM --- */
+
+static void check_global(struct doctor *d)
+{
+	const struct rule *g = &d->policy.global;
+	uint64_t ram = d->stats.ram_bytes, pinned = d->stats.pinned_bytes, max;
+	bool warn = g->val[K_ACTION], over;
+	const char *mode = warn ? "warn" : "enforce";
+	struct finding *f;
+
+	if (!rule_max_pinned(g, ram, &max))
+		return;		/* N% of a RAM the snapshot does not tell */
+	over = pinned > max;
+	if (max == UNLIMITED) {
+		if (!pct_at_least(pinned, ram, RAM_PCT))
+			return;
+		f = finding_new(d, SEV_HIGH, FK_GLOBAL_LIMIT, pinned);
+		ev_add(f, "pinned_bytes", EV_BYTES, pinned);
+		ev_add(f, "ram_bytes", EV_BYTES, ram);
+		ev_pct(f, "ram_percent", pct_exact(pinned, ram));
+		f->message = strfmt("pinned memory is %llu%% of RAM (%s), with no global limit",
+				    (unsigned long long)pct_floor(pinned, ram),
+				    bytes_str(pinned));
+		f->advice = "set one: mrpinctl limit set global max_pinned=50%";
+		return;
+	}
+	if (!pct_at_least(pinned, max, GLOBAL_PCT))
+		return;
+	f = finding_new(d, SEV_HIGH, FK_GLOBAL_LIMIT, pinned);
+	ev_add(f, "pinned_bytes", EV_BYTES, pinned);
+	ev_add(f, "global_max_pinned", EV_BYTES, max);
+	if (g->is_pct)
+		ev_add(f, "global_max_pinned_percent", EV_COUNT, g->pct);
+	ev_pct(f, "limit_percent", pct_exact(pinned, max));
+	ev_str(f, "action", mode);
+	if (g->is_pct) {
+		ev_add(f, "ram_bytes", EV_BYTES, ram);
+		ev_pct(f, "ram_percent", pct_exact(pinned, ram));
+		f->message = strfmt("pinned memory is %llu%% of RAM (global limit %u%% in %s mode)",
+				    (unsigned long long)pct_floor(pinned, ram),
+				    g->pct, mode);
+	} else {
+		f->message = strfmt("pinned memory is %s, %llu%% of the global limit of %s (%s mode)",
+				    bytes_str(pinned),
+				    (unsigned long long)pct_floor(pinned, max),
+				    bytes_str(max), mode);
+	}
+	if (over && warn)
+		f->advice = "only warn mode lets registrations past the limit: pin less or raise global max_pinned";
+	else if (over)
+		f->advice = "registrations are refused now: pin less or raise global max_pinned";
+	else if (warn)
+		f->advice = "pin less or raise global max_pinned before the limit is enforced";
+	else
+		f->advice = "registrations will be refused at the limit: pin less or raise global max_pinned";
+}
+
+/* --- the devices' MR tables --- */
+
+/* The mr_table_warn mark, in percent of max_mr (0: off). */
+static uint64_t mr_table_pct(const struct doctor *d)
+{
+	const struct rule *g = &d->policy.global;
+
+	if (g->set & (1U << K_MR_TABLE_WARN))
+		return g->val[K_MR_TABLE_WARN];
+	return MR_TABLE_PCT;
+}
+
+static bool device_over_mark(const struct doctor *d, const char *name)
+{
+	uint64_t pct = mr_table_pct(d);
+	const struct dev_row *dev;
+	size_t i;
+
+	for (i = 0; i < d->devs.nrows; i++) {
+		dev = DEV(d, i);
+		if (!strcmp(dev->device, name))
+			return pct && dev->max_mr &&
+			       pct_at_least(dev->pins, dev->max_mr,
+					    (unsigned int)pct);
+	}
+	return false;
+}
+
+static void check_devices(struct doctor *d)
+{
+	uint64_t pct = mr_table_pct(d);
+	const struct dev_row *dev;
+	struct finding *f;
+	size_t i;
+
+	for (i = 0; pct && i < d->devs.nrows; i++) {
+		dev = DEV(d, i);
+		if (!device_over_mark(d, dev->device))
+			continue;
+		f = finding_new(d, SEV_HIGH, FK_MR_TABLE, dev->pins);
+		f->subj = SUBJ_DEVICE;
+		f->device = dev->device;
+		ev_add(f, "pins", EV_COUNT, dev->pins);
+		ev_add(f, "max_mr", EV_COUNT, dev->max_mr);
+		ev_pct(f, "mr_use_percent", pct_exact(dev->pins, dev->max_mr));
+		ev_add(f, "mr_table_warn_percent", EV_COUNT, pct);
+		ev_add(f, "pinned_bytes", EV_BYTES, dev->pinned_bytes);
+		f->message = strfmt("%s: %llu%% of max_mr in use (%s of %s, mr_table_warn=%llu%%)",
+				    dev->device,
+				    (unsigned long long)pct_floor(dev->pins, dev->max_mr),
+				    count_str(dev->pins), count_str(dev->max_mr),
+				    (unsigned long long)pct);
+		f->advice = "deregister the MRs you no longer use, or register fewer, larger buffers";
+	}
+}
+
+/* --- events: stack registrations, refusals, limits crossed --- */
+
+static bool is_event(const struct event *e)
+{
+	return e->seq != EVENT_LOST;
+}
+
+static bool event_key(const struct event *e, const char *key)
+{
+	return is_event(e) && !strcmp(e->key, key);
+}
+
+/* Has an event before @i the same group as event @i (@same)? */
+static bool seen_before(const struct doctor *d, size_t i,
+			bool (*same)(const struct event *, const struct event *))
+{
+	size_t j;
+
+	for (j = 0; j < i; j++)
+		if (same(EVENT(d, j), EVENT(d, i)))
+			return true;
+	return false;
+}
+
+/* "global", "process", "uid 1000", "cgroup /jobs": an event's scope. */
+static char *scope_text(const char *scope)
+{
+	const char *colon = strchr(scope, ':');
+
+	if (colon)
+		return strfmt("%.*s %s", (int)(colon - scope), scope,
+			      colon + 1);
+	return xstrdup(scope);
+}
+
+/* A limit in its key's unit. */
+static const char *limit_str(const char *key, uint64_t v)
+{
+	if (!strcmp(key, "max_pins") || !strcmp(key, "mr_table"))
+		return count_str(v);
+	return bytes_str(v);
+}
+
+static bool same_mr_table(const struct event *a, const struct event *b)
+{
+	return event_key(a, "mr_table") && event_key(b, "mr_table") &&
+	       !strcmp(a->scope, b->scope);
+}
+
+/* A device's mark crossed before, when it is not over it now. */
+static void check_mr_table_events(struct doctor *d)
+{
+	uint64_t count, last, usage;
+	const struct event *e;
+	struct finding *f;
+	size_t i, j;
+
+	for (i = 0; i < d->events.nrows; i++) {
+		e = EVENT(d, i);
+		if (!event_key(e, "mr_table") || strncmp(e->scope, "device:", 7) ||
+		    seen_before(d, i, same_mr_table) ||
+		    device_over_mark(d, e->scope + 7))
+			continue;
+		count = last = usage = 0;
+		for (j = i; j < d->events.nrows; j++) {
+			if (!same_mr_table(e, EVENT(d, j)))
+				continue;
+			count++;
+			last = EVENT(d, j)->time_ns;
+			usage = EVENT(d, j)->usage;
+		}
+		f = finding_new(d, SEV_MEDIUM, FK_MR_TABLE, usage);
+		f->subj = SUBJ_DEVICE;
+		f->device = e->scope + 7;
+		ev_add(f, "events", EV_COUNT, count);
+		ev_add(f, "pins", EV_COUNT, usage);
+		ev_add(f, "mark", EV_COUNT, e->limit);
+		ev_add(f, "last_time_ns", EV_TIME, last);
+		f->message = strfmt("%s: the MR table crossed its mr_table_warn mark %s time%s, the last at %s with %s pins",
+				    f->device, count_str(count), plural(count),
+				    time_str(last), count_str(usage));
+		f->advice = "deregister the MRs you no longer use, or register fewer, larger buffers";
+	}
+}
+
+static bool same_limit(const struct event *a, const struct event *b)
+{
+	return is_event(a) && is_event(b) && a->pid == b->pid &&
+	       !strcmp(a->action, b->action) && !strcmp(a->comm, b->comm) &&
+	       !strcmp(a->scope, b->scope) && !strcmp(a->key, b->key);
+}
+
+static const char *limit_advice(const char *key)
+{
+	if (!strcmp(key, "max_pins"))
+		return "register fewer, larger buffers, or raise the limit";
+	if (!strcmp(key, "max_pin_size"))
+		return "register smaller buffers, or raise the limit";
+	return "pin less, or raise the limit";
+}
+
+/* Refusals (deny) and limits crossed in warn mode, by process and limit. */
+static void check_limit_events(struct doctor *d)
+{
+	uint64_t count, largest, last;
+	const struct event *e, *x;
+	struct finding *f;
+	char *scope;
+	bool deny;
+	size_t i, j;
+
+	for (i = 0; i < d->events.nrows; i++) {
+		e = EVENT(d, i);
+		if (!is_event(e) || event_key(e, "stack") ||
+		    event_key(e, "mr_table") || seen_before(d, i, same_limit))
+			continue;
+		count = largest = last = 0;
+		x = e;
+		for (j = i; j < d->events.nrows; j++) {
+			if (!same_limit(e, EVENT(d, j)))
+				continue;
+			x = EVENT(d, j);
+			count++;
+			if (x->asked > largest)
+				largest = x->asked;
+			last = x->time_ns;
+		}
+		deny = !strcmp(e->action, "deny");
+		f = finding_new(d, deny ? SEV_HIGH : SEV_MEDIUM,
+				deny ? FK_DENIED : FK_OVER_LIMIT, count);
+		subject_process(f, e->pid, e->comm);
+		ev_str(f, "scope", e->scope);
+		ev_str(f, "key", e->key);
+		ev_add(f, "events", EV_COUNT, count);
+		ev_add(f, "largest_asked", EV_BYTES, largest);
+		ev_add(f, strcmp(e->key, "max_pins") ? "limit_bytes" : "limit",
+		       strcmp(e->key, "max_pins") ? EV_BYTES : EV_COUNT,
+		       x->limit);
+		ev_add(f, "last_time_ns", EV_TIME, last);
+		scope = scope_text(e->scope);
+		if (deny)
+			f->message = strfmt("pid %llu (%s) was refused %s registration%s (up to %s) by the %s limit %s=%s, the last at %s",
+					    (unsigned long long)e->pid, e->comm,
+					    count_str(count), plural(count),
+					    bytes_str(largest), scope,
+					    e->key, limit_str(e->key, x->limit),
+					    time_str(last));
+		else
+			f->message = strfmt("pid %llu (%s) went past the %s limit %s=%s %s time%s (allowed in warn mode), the last at %s",
+					    (unsigned long long)e->pid, e->comm,
+					    scope, e->key,
+					    limit_str(e->key, x->limit),
+					    count_str(count), plural(count),
+					    time_str(last));
+		free(scope);
+		f->advice = limit_advice(e->key);
+	}
+}
+
+/* --- stack buffers --- */
+
+static const struct proc_row *find_proc(const struct doctor *d, uint64_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < d->procs.nrows; i++)
+		if (PROC(d, i)->pid == pid)
+			return PROC(d, i);
+	return NULL;
+}
+
+/* The stack events of @pid: registered (warn), refused (deny). */
+static void stack_events(const struct doctor *d, uint64_t pid,
+			 uint64_t *warned, uint64_t *denied, uint64_t *last)
+{
+	const struct event *e;
+	size_t i;
+
+	*warned = *denied = *last = 0;
+	for (i = 0; i < d->events.nrows; i++) {
+		e = EVENT(d, i);
+		if (!event_key(e, "stack") || e->pid != pid)
+			continue;
+		if (!strcmp(e->action, "deny"))
+			(*denied)++;
+		else
+			(*warned)++;
+		*last = e->time_ns;
+	}
+}
+
+static void stack_finding(struct doctor *d, uint64_t pid, const char *comm,
+			  uint64_t registered)
+{
+	uint64_t warned, refused, last, live = 0, live_bytes = 0;
+	char callers[MAX_CALLERS * 40] = "", with[sizeof(callers) + 4] = "";
+	char when[48] = "";
+	unsigned int ncallers = 0;
+	const struct pin_row *p;
+	struct finding *f;
+	size_t i;
+
+	stack_events(d, pid, &warned, &refused, &last);
+	if (!registered)
+		registered = warned;
+	for (i = 0; i < d->pins.nrows; i++) {
+		p = PIN(d, i);
+		if (p->pid != pid || !p->stack)
+			continue;
+		live++;
+		live_bytes += p->pinned_bytes;
+		if (ncallers == MAX_CALLERS || strstr(callers, p->caller))
+			continue;
+		snprintf(callers + strlen(callers),
+			 sizeof(callers) - strlen(callers), "%s%s",
+			 ncallers ? ", " : "", p->caller);
+		ncallers++;
+	}
+	if (*callers)
+		snprintf(with, sizeof(with), " (%s)", callers);
+	/* A process that holds no pins now: when it did it. */
+	if (last && !find_proc(d, pid))
+		snprintf(when, sizeof(when), ", the last at %s",
+			 time_str(last));
+	f = finding_new(d, SEV_HIGH, FK_STACK, registered + refused);
+	subject_process(f, pid, comm);
+	ev_add(f, "stack_pins", EV_COUNT, registered);
+	ev_add(f, "refused", EV_COUNT, refused);
+	ev_add(f, "live_stack_pins", EV_COUNT, live);
+	ev_add(f, "live_stack_bytes", EV_BYTES, live_bytes);
+	if (*callers)
+		ev_str(f, "callers", callers);
+	if (last)
+		ev_add(f, "last_time_ns", EV_TIME, last);
+	if (registered && refused)
+		f->message = strfmt("pid %llu (%s) registered %s buffer%s on its stack%s and was refused %s more (stack=deny)%s",
+				    (unsigned long long)pid, comm,
+				    count_str(registered), plural(registered),
+				    with, count_str(refused), when);
+	else if (registered)
+		f->message = strfmt("pid %llu (%s) registered %s buffer%s on its stack%s%s",
+				    (unsigned long long)pid, comm,
+				    count_str(registered), plural(registered),
+				    with, when);
+	else
+		f->message = strfmt("pid %llu (%s) was refused %s registration%s of its stack (stack=deny)%s",
+				    (unsigned long long)pid, comm,
+				    count_str(refused), plural(refused), when);
+	f->advice = "use heap or mmap memory";
+}
+
+static bool same_stack_pid(const struct event *a, const struct event *b)
+{
+	return event_key(a, "stack") && event_key(b, "stack") &&
+	       a->pid == b->pid;
+}
+
+static void check_stack(struct doctor *d)
+{
+	uint64_t told = 0, warned, denied, last;
+	const struct proc_row *p;
+	const struct event *e;
+	struct finding *f;
+	size_t i;
+
+	for (i = 0; i < d->procs.nrows; i++) {
+		p = PROC(d, i);
+		stack_events(d, p->pid, &warned, &denied, &last);
+		if (!p->stack_pins && !denied)
+			continue;
+		stack_finding(d, p->pid, p->comm, p->stack_pins);
+		told += p->stack_pins;
+	}
+	/* Processes that hold no pins now: from the events. */
+	for (i = 0; i < d->events.nrows; i++) {
+		e = EVENT(d, i);
+		if (!event_key(e, "stack") || find_proc(d, e->pid) ||
+		    seen_before(d, i, same_stack_pid))
+			continue;
+		stack_events(d, e->pid, &warned, &denied, &last);
+		stack_finding(d, e->pid, e->comm, warned);
+		told += warned;
+	}
+	/* And those the events ring no longer holds. */
+	if (d->stats.stack_pins_total <= told)
+		return;
+	warned = d->stats.stack_pins_total - told;
+	f = finding_new(d, SEV_MEDIUM, FK_STACK, warned);
+	ev_add(f, "stack_pins", EV_COUNT, warned);
+	ev_add(f, "stack_pins_total", EV_COUNT, d->stats.stack_pins_total);
+	f->message = strfmt("%s more buffer%s registered on a stack since mrpin was loaded, by processes that hold no pins now",
+			    count_str(warned), warned == 1 ? " was" : "s were");
+	f->advice = "use heap or mmap memory";
+}
+
+/* --- MRs left to the kernel's cleanup --- */
+
+static void check_leaks(struct doctor *d)
+{
+	const struct leak_row *l;
+	struct finding *f;
+	char who[64];
+	const char *name;
+	size_t i, j, same;
+
+	for (i = 0; i < d->leaks.nrows; i++) {
+		l = LEAK(d, i);
+		if (!l->count)
+			continue;
+		for (j = same = 0; j < d->leaks.nrows; j++)
+			same += !strcmp(LEAK(d, j)->comm, l->comm);
+		name = l->uid < UINT32_MAX ? user_name((uint32_t)l->uid) : NULL;
+		if (same < 2)
+			snprintf(who, sizeof(who), "'%s'", l->comm);
+		else if (name)
+			snprintf(who, sizeof(who), "'%s' of %s", l->comm, name);
+		else
+			snprintf(who, sizeof(who), "'%s' of uid %llu", l->comm,
+				 (unsigned long long)l->uid);
+		f = finding_new(d, SEV_MEDIUM, FK_LEAK_EXIT, l->bytes);
+		f->subj = SUBJ_PROGRAM;
+		f->comm = l->comm;
+		f->uid = l->uid;
+		ev_add(f, "count", EV_COUNT, l->count);
+		ev_add(f, "bytes", EV_BYTES, l->bytes);
+		ev_add(f, "last_time_ns", EV_TIME, l->last_time_ns);
+		f->message = strfmt("%s left %s MR%s (%s) to be cleaned up at exit or close since mrpin was loaded, the last at %s",
+				    who, count_str(l->count), plural(l->count),
+				    bytes_str(l->bytes), time_str(l->last_time_ns));
+		f->advice = "deregister on every path";
+	}
+}
+
+/* --- per process: page sizes, churn --- */
+
+static void check_small_pages(struct doctor *d)
+{
+	const struct proc_row *p;
+	struct finding *f;
+	size_t i;
+
+	for (i = 0; i < d->procs.nrows; i++) {
+		p = PROC(d, i);
+		if (p->pinned_bytes < SMALL_PAGES_MIN_BYTES ||
+		    !pct_at_least(p->bytes_4k, p->pinned_bytes, SMALL_PAGES_PCT))
+			continue;
+		f = finding_new(d, SEV_MEDIUM, FK_SMALL_PAGES, p->bytes_4k);
+		subject_process(f, p->pid, p->comm);
+		ev_add(f, "pinned_bytes", EV_BYTES, p->pinned_bytes);
+		ev_add(f, "bytes_4k", EV_BYTES, p->bytes_4k);
+		ev_add(f, "bytes_2m", EV_BYTES, p->bytes_2m);
+		ev_add(f, "bytes_1g", EV_BYTES, p->bytes_1g);
+		ev_pct(f, "percent_4k", pct_exact(p->bytes_4k, p->pinned_bytes));
+		f->message = strfmt("pid %llu (%s) pins %llu%% of its %s on 4 KiB pages",
+				    (unsigned long long)p->pid, p->comm,
+				    (unsigned long long)pct_floor(p->bytes_4k, p->pinned_bytes),
+				    bytes_str(p->pinned_bytes));
+		f->advice = "back it with 2 MiB huge pages (madvise MADV_HUGEPAGE, or hugetlbfs)";
+	}
+}
+
+/* life_hist: comma-separated counts; false if it does not parse. */
+static bool parse_hist(const char *s, uint64_t *released, uint64_t *fast)
+{
+	unsigned int n = 0;
+	const char *end;
+	uint64_t v;
+
+	*released = *fast = 0;
+	for (;;) {
+		if (!parse_u64(s, &end, &v) || v > UINT64_MAX - *released)
+			return false;
+		*released += v;
+		if (n++ < CHURN_FAST_BUCKETS)
+			*fast += v;
+		if (!*end)
+			return n > CHURN_FAST_BUCKETS;
+		if (*end != ',')
+			return false;
+		s = end + 1;
+	}
+}
+
+static int check_churn(struct doctor *d)
+{
+	uint64_t released, fast;
+	const struct proc_row *p;
+	struct finding *f;
+	char rate[64] = "";
+	size_t i;
+
+	for (i = 0; i < d->procs.nrows; i++) {
+		p = PROC(d, i);
+		if (!parse_hist(p->life_hist, &released, &fast)) {
+			pr_err("%s: pid %llu: column 'life_hist': expected comma-separated counts, found '%s'",
+			       d->procs.path, (unsigned long long)p->pid,
+			       p->life_hist);
+			return EXIT_FAIL;
+		}
+		if (released < CHURN_MIN_RELEASES ||
+		    !pct_at_least(fast, released, CHURN_PCT))
+			continue;
+		f = finding_new(d, SEV_MEDIUM, FK_CHURN, fast);
+		subject_process(f, p->pid, p->comm);
+		ev_add(f, "released", EV_COUNT, released);
+		ev_add(f, "under_1ms", EV_COUNT, fast);
+		ev_pct(f, "under_1ms_percent", pct_exact(fast, released));
+		ev_add(f, "registrations", EV_COUNT, p->registrations);
+		ev_add(f, "reg_per_s", EV_COUNT, p->reg_per_s);
+		if (p->reg_per_s)
+			snprintf(rate, sizeof(rate), ", %s registrations/s now",
+				 count_str(p->reg_per_s));
+		else
+			rate[0] = '\0';
+		f->message = strfmt("pid %llu (%s): %llu%% of pins live under 1 ms (%s of %s released%s)",
+				    (unsigned long long)p->pid, p->comm,
+				    (unsigned long long)pct_floor(fast, released),
+				    count_str(fast), count_str(released), rate);
+		f->advice = "use a registration cache";
+	}
+	return 0;
+}
+
+/* --- per process, from the live pins: size and alignment --- */
+
+static int pin_cmp(const void *a, const void *b)
+{
+	const struct pin_row *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+struct pin_sums {
+	uint64_t count;
+	uint64_t length;
+	uint64_t pinned;
+	uint64_t largest;
+};
+
+static void pin_add(struct pin_sums *s, const struct pin_row *p)
+{
+	s->count++;
+	s->length += p->length;
+	s->pinned += p->pinned_bytes;
+	if (p->pinned_bytes > s->largest)
+		s->largest = p->pinned_bytes;
+}
+
+static void pin_findings(struct doctor *d, const struct pin_row *p,
+			 const struct pin_sums *big,
+			 const struct pin_sums *unaligned,
+			 const struct pin_sums *unaligned_2m)
+{
+	const struct rule *g = &d->policy.global;
+	char oversize[48] = "", val[32];
+	struct finding *f;
+
+	if (big->count) {
+		if (g->set & (1U << K_OVERSIZE)) {
+			rule_value(g, K_OVERSIZE, val, sizeof(val));
+			snprintf(oversize, sizeof(oversize), " (oversize=%s)",
+				 val);
+		}
+		f = finding_new(d, SEV_MEDIUM, FK_OVERSIZED, big->pinned);
+		subject_process(f, p->pid, p->comm);
+		ev_add(f, "count", EV_COUNT, big->count);
+		ev_add(f, "pinned_bytes", EV_BYTES, big->pinned);
+		ev_add(f, "largest_bytes", EV_BYTES, big->largest);
+		if (g->set & (1U << K_OVERSIZE))
+			ev_add(f, "oversize", EV_BYTES, g->val[K_OVERSIZE]);
+		f->message = strfmt("pid %llu (%s) holds %s oversized registration%s%s: %s, the largest %s",
+				    (unsigned long long)p->pid, p->comm,
+				    count_str(big->count), plural(big->count),
+				    oversize, bytes_str(big->pinned),
+				    bytes_str(big->largest));
+		f->advice = "register only the buffers the device uses";
+	}
+	if (unaligned->count) {
+		f = finding_new(d, SEV_LOW, FK_MISALIGNED, unaligned->count);
+		subject_process(f, p->pid, p->comm);
+		ev_add(f, "count", EV_COUNT, unaligned->count);
+		ev_add(f, "length_bytes", EV_BYTES, unaligned->length);
+		ev_add(f, "pinned_bytes", EV_BYTES, unaligned->pinned);
+		f->message = strfmt("pid %llu (%s): %s registration%s start%s inside a page (%s registered, %s pinned)",
+				    (unsigned long long)p->pid, p->comm,
+				    count_str(unaligned->count),
+				    plural(unaligned->count),
+				    unaligned->count == 1 ? "s" : "",
+				    bytes_str(unaligned->length),
+				    bytes_str(unaligned->pinned));
+		f->advice = "align buffers to 4 KiB (posix_memalign or mmap)";
+	}
+	if (unaligned_2m->count) {
+		f = finding_new(d, SEV_LOW, FK_MISALIGNED_2M,
+				unaligned_2m->pinned);
+		subject_process(f, p->pid, p->comm);
+		ev_add(f, "count", EV_COUNT, unaligned_2m->count);
+		ev_add(f, "pinned_bytes", EV_BYTES, unaligned_2m->pinned);
+		f->message = strfmt("pid %llu (%s): %s registration%s of 2 MiB or more %s not 2 MiB-aligned (%s)",
+				    (unsigned long long)p->pid, p->comm,
+				    count_str(unaligned_2m->count),
+				    plural(unaligned_2m->count),
+				    unaligned_2m->count == 1 ? "is" : "are",
+				    bytes_str(unaligned_2m->pinned));
+		f->advice = "align large buffers to 2 MiB so that huge pages can back them";
+	}
+}
+
+static void check_pins(struct doctor *d)
+{
+	struct pin_sums big, unaligned, unaligned_2m;
+	const struct pin_row *p;
+	size_t i, j;
+
+	if (d->pins.nrows)
+		qsort(d->pins.rows, d->pins.nrows, sizeof(struct pin_row),
+		      pin_cmp);
+	for (i = 0; i < d->pins.nrows; i = j) {
+		memset(&big, 0, sizeof(big));
+		memset(&unaligned, 0, sizeof(unaligned));
+		memset(&unaligned_2m, 0, sizeof(unaligned_2m));
+		for (j = i; j < d->pins.nrows && PIN(d, j)->pid == PIN(d, i)->pid;
+		     j++) {
+			p = PIN(d, j);
+			if (p->oversized)
+				pin_add(&big, p);
+			if (p->align < PAGE_4K)
+				pin_add(&unaligned, p);
+			if (p->length >= HUGE_2M && p->align < HUGE_2M)
+				pin_add(&unaligned_2m, p);
+		}
+		pin_findings(d, PIN(d, i), &big, &unaligned, &unaligned_2m);
+	}
+}
+
+/* --- call sites --- */
+
+static void site_finding(struct doctor *d, const struct proc_maps *m,
+			 const struct site_row *row, const char *which)
+{
+	struct finding *f;
+	char *where;
+
+	f = finding_new(d, SEV_LOW, FK_LEAK_SUSPECT, row->bytes);
+	subject_process(f, row->pid, row->comm);
+	ev_str(f, "which", which);
+	ev_add(f, "pins", EV_COUNT, row->pins);
+	ev_add(f, "bytes", EV_BYTES, row->bytes);
+	ev_add(f, "oldest_age_ms", EV_MS, row->oldest_age_ms);
+	f->site = site_resolve(m, row->frames);
+	if (!f->site->why)
+		where = frame_text(&f->site->frames[f->site->caller]);
+	else
+		where = strfmt("%s (not symbolized: %s)", row->frames,
+			       f->site->why);
+	f->message = strfmt("pid %llu (%s): its %s live pins (%s pin%s, %s, the oldest %s old) were registered from %s",
+			    (unsigned long long)row->pid, row->comm, which,
+			    count_str(row->pins), plural(row->pins),
+			    bytes_str(row->bytes), ms_str(row->oldest_age_ms),
+			    where);
+	free(where);
+	f->advice = "deregister them once they are no longer used";
+}
+
+/* Per process, the call sites of its oldest and of its biggest pins. */
+static void check_callsites(struct doctor *d)
+{
+	const struct site_row *row, *oldest, *biggest;
+	struct proc_maps *m;
+	size_t i, j;
+
+	for (i = 0; i < d->sites.nrows; i++) {
+		row = SITE(d, i);
+		for (j = 0; j < i && SITE(d, j)->pid != row->pid; j++)
+			;
+		if (j < i)
+			continue;
+		oldest = biggest = row;
+		for (j = i + 1; j < d->sites.nrows; j++) {
+			row = SITE(d, j);
+			if (row->pid != oldest->pid)
+				continue;
+			if (row->oldest_age_ms > oldest->oldest_age_ms ||
+			    (row->oldest_age_ms == oldest->oldest_age_ms &&
+			     row->bytes > oldest->bytes))
+				oldest = row;
+			if (row->bytes > biggest->bytes ||
+			    (row->bytes == biggest->bytes &&
+			     row->oldest_age_ms > biggest->oldest_age_ms))
+				biggest = row;
+		}
+		m = maps_open(oldest->pid, oldest->comm);
+		if (oldest == biggest) {
+			site_finding(d, m, oldest, "oldest and biggest");
+		} else {
+			site_finding(d, m, oldest, "oldest");
+			site_finding(d, m, biggest, "biggest");
+		}
+		maps_close(m);
+	}
+}
+
+/*
+ * Every check, on the tables of @d: the findings in d->f, worst first.
+ * Returns 0, or EXIT_FAIL when a table holds what does not parse (said).
+ */
+int doctor_check(struct doctor *d)
+{
+	int ret;
+
+	check_global(d);
+	check_devices(d);
+	check_mr_table_events(d);
+	check_stack(d);
+	check_limit_events(d);
+	check_leaks(d);
+	check_small_pages(d);
+	ret = check_churn(d);
+	if (ret)
+		return ret;
+	check_pins(d);
+	check_callsites(d);
+	findings_sort(d);
+	return 0;
+}
