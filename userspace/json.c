@@ -8,7 +8,14 @@
  *
  * Compact by default, one top-level value per line (so that a stream of
  * objects is JSON Lines); pretty (-p) indents by four spaces.
+ *
+ * Like bpftool's jsonw_end(), the writer refuses misuse rather than write
+ * what is not JSON: a member of an object without a key, an element of an
+ * array or a top-level value with one, a close that matches no open (or
+ * an open of the other kind), nesting deeper than JW_MAX_DEPTH, or writing
+ * before jw_init() are each a bug in the caller, and assert() says where.
  */
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
@@ -16,15 +23,18 @@
 
 #define JW_MAX_DEPTH 32
 
+/* Level 0 is the top; level i > 0, the object or array opened i-th. */
 static struct {
 	FILE *f;
 	bool pretty;
 	int depth;
 	bool nonempty[JW_MAX_DEPTH];
+	bool array[JW_MAX_DEPTH];
 } jw;
 
 void jw_init(FILE *f, bool pretty)
 {
+	assert(f);
 	memset(&jw, 0, sizeof(jw));
 	jw.f = f;
 	jw.pretty = pretty;
@@ -102,9 +112,15 @@ static void jw_string(const char *str)
 	fputc('"', jw.f);
 }
 
-/* Before a value: the comma, the indentation and "key": as needed. */
+/*
+ * Before a value: the comma, the indentation and "key": as needed.  A key
+ * is a must in an object, and wrong anywhere else.
+ */
 static void jw_member(const char *key)
 {
+	assert(jw.f);
+	assert(jw.depth > 0 && !jw.array[jw.depth] ? key != NULL :
+						      key == NULL);
 	if (jw.depth > 0) {
 		if (jw.nonempty[jw.depth])
 			fputc(',', jw.f);
@@ -120,19 +136,22 @@ static void jw_member(const char *key)
 
 static void jw_open(const char *key, char c)
 {
+	assert(jw.depth + 1 < JW_MAX_DEPTH);
 	jw_member(key);
 	fputc(c, jw.f);
-	if (jw.depth + 1 < JW_MAX_DEPTH)
-		jw.depth++;
+	jw.depth++;
 	jw.nonempty[jw.depth] = false;
+	jw.array[jw.depth] = c == '[';
 }
 
 static void jw_close(char c)
 {
 	bool nonempty = jw.nonempty[jw.depth];
 
-	if (jw.depth > 0)
-		jw.depth--;
+	assert(jw.f);
+	assert(jw.depth > 0);
+	assert(jw.array[jw.depth] == (c == ']'));
+	jw.depth--;
 	if (jw.pretty && nonempty)
 		jw_newline();
 	fputc(c, jw.f);

@@ -3,8 +3,12 @@
  * Unit tests of mrpinctl's parsers and formatters, linked with its sources
  * (not with mrpinctl.c and the commands).  KTAP on stdout.
  */
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../mrpinctl.h"
 
@@ -157,6 +161,144 @@ static void test_json(void)
 	free(s);
 }
 
+/* Nested as deep as the writer goes: 31 arrays, the innermost with 1. */
+static void json_deepest(void)
+{
+	int i;
+
+	for (i = 0; i < 31; i++)
+		jw_arr_open(NULL);
+	jw_u64(NULL, 1);
+	for (i = 0; i < 31; i++)
+		jw_arr_close();
+}
+
+/* An object in an array in an object, then a second top-level value. */
+static void json_nested(void)
+{
+	jw_obj_open(NULL);
+	jw_arr_open("a");
+	jw_obj_open(NULL);
+	jw_u64("n", 1);
+	jw_obj_close();
+	jw_str(NULL, "s");
+	jw_arr_close();
+	jw_obj_close();
+	jw_u64(NULL, 2);
+}
+
+static void test_json_nesting(void)
+{
+	char want[128] = "", *s;
+	int i;
+
+	s = json_of(json_nested, false);
+	CHECK("json_nested_values_and_top_level_lines",
+	      str_is(s, "{\"a\":[{\"n\":1},\"s\"]}\n2"));
+	free(s);
+	for (i = 0; i < 31; i++)
+		strcat(want, "[");
+	strcat(want, "1");
+	for (i = 0; i < 31; i++)
+		strcat(want, "]");
+	strcat(want, "\n");
+	s = json_of(json_deepest, false);
+	CHECK("json_nests_31_deep", str_is(s, want));
+	free(s);
+}
+
+/* The misuses the writer must refuse, each in a child of its own. */
+static void misuse_close_unopened(void)
+{
+	jw_obj_close();
+}
+
+static void misuse_close_other_kind(void)
+{
+	jw_obj_open(NULL);
+	jw_arr_close();
+}
+
+static void misuse_value_without_key(void)
+{
+	jw_obj_open(NULL);
+	jw_u64(NULL, 1);
+}
+
+static void misuse_open_without_key(void)
+{
+	jw_obj_open(NULL);
+	jw_arr_open(NULL);
+}
+
+static void misuse_key_in_array(void)
+{
+	jw_arr_open(NULL);
+	jw_str("k", "v");
+}
+
+static void misuse_key_at_top(void)
+{
+	jw_null("k");
+}
+
+static void misuse_too_deep(void)
+{
+	int i;
+
+	for (i = 0; i < 32; i++)
+		jw_arr_open(NULL);
+}
+
+/*
+ * Run @fn in a child, its stderr on /dev/null, the writer on a memory
+ * stream; true when the child was killed by SIGABRT, as assert() does.
+ */
+static bool aborts(void (*fn)(void))
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int status, fd;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return false;
+	if (!pid) {
+		fd = open("/dev/null", O_WRONLY);
+		if (fd >= 0)
+			dup2(fd, STDERR_FILENO);
+		jw_init(open_memstream(&buf, &len), false);
+		fn();
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return false;
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT)
+		return true;
+	printf("# the child %s %d\n",
+	       WIFSIGNALED(status) ? "was killed by signal" : "exited with",
+	       WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	return false;
+}
+
+static void test_json_misuse(void)
+{
+	CHECK("json_refuses_a_close_without_an_open",
+	      aborts(misuse_close_unopened));
+	CHECK("json_refuses_a_close_of_the_other_kind",
+	      aborts(misuse_close_other_kind));
+	CHECK("json_refuses_an_object_member_without_a_key",
+	      aborts(misuse_value_without_key) &&
+	      aborts(misuse_open_without_key));
+	CHECK("json_refuses_a_key_in_an_array_or_at_the_top",
+	      aborts(misuse_key_in_array) &&
+	      aborts(misuse_key_at_top));
+	CHECK("json_refuses_nesting_past_its_depth",
+	      aborts(misuse_too_deep));
+}
+
 /* Parse a line of the grammar; its normalised form, or the error. */
 static const char *grammar(const char *line, char *out, size_t len)
 {
@@ -250,7 +392,7 @@ static void test_policy(void)
 
 int main(void)
 {
-	planned = 12;
+	planned = 19;
 	out_init(false, false);
 	printf("TAP version 13\n1..%d\n", planned);
 	test_fmt_bytes();
@@ -258,6 +400,8 @@ int main(void)
 	test_parse_args();
 	test_unescape();
 	test_json();
+	test_json_nesting();
+	test_json_misuse();
 	test_grammar();
 	test_long_path();
 	test_policy();
