@@ -137,78 +137,93 @@ static void export_devs(FILE *f, struct table *t)
 #undef DEV
 }
 
-static void export_users(FILE *f, struct table *t)
+/*
+ * One row of a table of owners (users, cgroups, processes): its pins, its
+ * bytes and the labels of its series, "name", value, ... NULL; @gone: the
+ * row is summed with the other gone ones into one series.
+ */
+struct owner {
+	uint64_t pins;
+	uint64_t bytes;
+	const char *labels[5];
+	bool gone;
+	char buf[24];
+};
+
+/*
+ * Families @name_pins and @name_pinned_bytes with a series per row of @t
+ * that row() describes, and one for the gone rows, if any.
+ */
+static void export_owners(FILE *f, struct table *t, const char *name,
+			  const char *pins_help, const char *bytes_help,
+			  void (*row)(struct table *t, size_t i, struct owner *o))
 {
-	const struct user_row *u;
-	const char *name;
-	char uid[24];
+	struct owner o, gone;
+	char fam[64];
+	uint64_t sum;
 	size_t i, k;
 
 	for (k = 0; k < 2; k++) {
-		family(f, k ? "user_pinned_bytes" : "user_pins", "gauge",
-		       k ? "Bytes pinned by the user's processes." :
-			   "Live pins of the user's processes.");
+		snprintf(fam, sizeof(fam), "%s_%s", name,
+			 k ? "pinned_bytes" : "pins");
+		family(f, fam, "gauge", k ? bytes_help : pins_help);
+		sum = 0;
+		memset(&gone, 0, sizeof(gone));
 		for (i = 0; i < t->nrows; i++) {
-			u = TBL_ROW(t, struct user_row, i);
-			snprintf(uid, sizeof(uid), "%llu",
-				 (unsigned long long)u->uid);
-			name = u->uid < UINT32_MAX ? user_name((uint32_t)u->uid) :
-						     NULL;
-			sample(f, k ? "user_pinned_bytes" : "user_pins",
-			       k ? u->pinned_bytes : u->pins, "uid", uid,
-			       "user", name ? name : "", NULL);
+			memset(&o, 0, sizeof(o));
+			row(t, i, &o);
+			if (o.gone) {
+				sum += k ? o.bytes : o.pins;
+				gone = o;
+				continue;
+			}
+			sample(f, fam, k ? o.bytes : o.pins, o.labels[0],
+			       o.labels[1], o.labels[2], o.labels[3], NULL);
 		}
+		if (gone.gone)
+			sample(f, fam, sum, gone.labels[0], gone.labels[1],
+			       gone.labels[2], gone.labels[3], NULL);
 	}
+}
+
+static void user_owner(struct table *t, size_t i, struct owner *o)
+{
+	const struct user_row *u = TBL_ROW(t, struct user_row, i);
+	const char *name;
+
+	snprintf(o->buf, sizeof(o->buf), "%llu", (unsigned long long)u->uid);
+	name = u->uid < UINT32_MAX ? user_name((uint32_t)u->uid) : NULL;
+	o->pins = u->pins;
+	o->bytes = u->pinned_bytes;
+	o->labels[0] = "uid";
+	o->labels[1] = o->buf;
+	o->labels[2] = "user";
+	o->labels[3] = name ? name : "";
 }
 
 /* Cgroups by path; removed ones ("-") summed into one series. */
-static void export_cgroups(FILE *f, struct table *t)
+static void cgroup_owner(struct table *t, size_t i, struct owner *o)
 {
-	const struct cgroup_row *c;
-	uint64_t gone[2] = { 0, 0 };
-	bool any_gone = false;
-	size_t i, k;
+	const struct cgroup_row *c = TBL_ROW(t, struct cgroup_row, i);
 
-	for (k = 0; k < 2; k++) {
-		family(f, k ? "cgroup_pinned_bytes" : "cgroup_pins", "gauge",
-		       k ? "Bytes pinned in the cgroup v2 subtree (removed cgroups: \"-\")." :
-			   "Live pins in the cgroup v2 subtree (removed cgroups: \"-\").");
-		for (i = 0; i < t->nrows; i++) {
-			c = TBL_ROW(t, struct cgroup_row, i);
-			if (!strcmp(c->cgroup, "-")) {
-				gone[k] += k ? c->pinned_bytes : c->pins;
-				any_gone = true;
-				continue;
-			}
-			sample(f, k ? "cgroup_pinned_bytes" : "cgroup_pins",
-			       k ? c->pinned_bytes : c->pins, "cgroup",
-			       c->cgroup, NULL);
-		}
-		if (any_gone)
-			sample(f, k ? "cgroup_pinned_bytes" : "cgroup_pins",
-			       gone[k], "cgroup", "-", NULL);
-	}
+	o->pins = c->pins;
+	o->bytes = c->pinned_bytes;
+	o->labels[0] = "cgroup";
+	o->labels[1] = c->cgroup;
+	o->gone = !strcmp(c->cgroup, "-");
 }
 
-static void export_procs(FILE *f, struct table *t)
+static void proc_owner(struct table *t, size_t i, struct owner *o)
 {
-	const struct proc_row *p;
-	char pid[24];
-	size_t i, k;
+	const struct proc_row *p = TBL_ROW(t, struct proc_row, i);
 
-	for (k = 0; k < 2; k++) {
-		family(f, k ? "process_pinned_bytes" : "process_pins", "gauge",
-		       k ? "Bytes pinned by the process." :
-			   "Live pins of the process.");
-		for (i = 0; i < t->nrows; i++) {
-			p = TBL_ROW(t, struct proc_row, i);
-			snprintf(pid, sizeof(pid), "%llu",
-				 (unsigned long long)p->pid);
-			sample(f, k ? "process_pinned_bytes" : "process_pins",
-			       k ? p->pinned_bytes : p->pins, "pid", pid,
-			       "comm", p->comm, NULL);
-		}
-	}
+	snprintf(o->buf, sizeof(o->buf), "%llu", (unsigned long long)p->pid);
+	o->pins = p->pins;
+	o->bytes = p->pinned_bytes;
+	o->labels[0] = "pid";
+	o->labels[1] = o->buf;
+	o->labels[2] = "comm";
+	o->labels[3] = p->comm;
 }
 
 /* One limit of every rule that has it (unlimited: no sample). */
@@ -245,10 +260,15 @@ static void export_all(FILE *f, struct export *x)
 
 	export_stats(f, x);
 	export_devs(f, &x->devs);
-	export_users(f, &x->users);
-	export_cgroups(f, &x->cgroups);
+	export_owners(f, &x->users, "user", "Live pins of the user's processes.",
+		      "Bytes pinned by the user's processes.", user_owner);
+	export_owners(f, &x->cgroups, "cgroup",
+		      "Live pins in the cgroup v2 subtree (removed cgroups: \"-\").",
+		      "Bytes pinned in the cgroup v2 subtree (removed cgroups: \"-\").",
+		      cgroup_owner);
 	if (opts.given & OPT_PER_PROCESS)
-		export_procs(f, &x->procs);
+		export_owners(f, &x->procs, "process", "Live pins of the process.",
+			      "Bytes pinned by the process.", proc_owner);
 	if (!x->policy.known)
 		return;
 	export_limit(f, &x->policy, ram, K_MAX_PINNED, "limit_max_pinned_bytes",

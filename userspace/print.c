@@ -631,49 +631,92 @@ void print_str(const char *key, const char *s)
 	free(clean);
 }
 
-void print_u64(const char *key, uint64_t v)
+/* A number: exact in JSON, @text in text. */
+static void put_num(const char *key, uint64_t v, const char *text)
 {
-	char buf[32];
-
-	if (out.json) {
+	if (out.json)
 		jw_u64(key, v);
-		return;
-	}
-	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-	put_text(key, buf);
+	else
+		put_text(key, text);
 }
 
-/* A count that may be unlimited: null in JSON. */
-void print_count_limit(const char *key, uint64_t v)
+/* A number (null when unlimited) whose text form the caller gives. */
+void print_num_text(const char *key, uint64_t v, const char *text)
 {
-	if (v != UNLIMITED)
-		print_u64(key, v);
-	else if (out.json)
+	if (out.json && v == UNLIMITED)
 		jw_null(key);
 	else
-		put_text(key, "unlimited");
+		put_num(key, v, text);
+}
+
+/* A number: exact in JSON, as @fmt (one of the fmt_*()) writes it in text. */
+static void put_fmt(const char *key, uint64_t v,
+		    const char *(*fmt)(char *buf, size_t len, uint64_t v))
+{
+	char buf[64];
+
+	put_num(key, v, fmt(buf, sizeof(buf), v));
+}
+
+static const char *fmt_dec(char *buf, size_t len, uint64_t v)
+{
+	snprintf(buf, len, "%llu", (unsigned long long)v);
+	return buf;
+}
+
+static const char *fmt_hex(char *buf, size_t len, uint64_t v)
+{
+	snprintf(buf, len, "0x%llx", (unsigned long long)v);
+	return buf;
+}
+
+void print_u64(const char *key, uint64_t v)
+{
+	put_fmt(key, v, fmt_dec);
 }
 
 /* Bytes: exact in JSON, in KiB/MiB/GiB in text. */
 void print_bytes(const char *key, uint64_t v)
 {
-	char buf[32];
-
-	if (out.json)
-		jw_u64(key, v);
-	else
-		put_text(key, fmt_bytes(buf, sizeof(buf), v));
+	put_fmt(key, v, fmt_bytes);
 }
 
-/* Bytes that may be unlimited: null in JSON. */
+/* An address: 0x... in text. */
+void print_hex(const char *key, uint64_t v)
+{
+	put_fmt(key, v, fmt_hex);
+}
+
+/* A duration in milliseconds: 4m12s in text. */
+void print_ms(const char *key, uint64_t ms)
+{
+	put_fmt(key, ms, fmt_ms);
+}
+
+/* CLOCK_REALTIME nanoseconds: local time in text. */
+void print_time_ns(const char *key, uint64_t ns)
+{
+	put_fmt(key, ns, fmt_time_ns);
+}
+
+/* A limit as print() prints it; when unlimited, null in JSON. */
+static void print_limit(const char *key, uint64_t v,
+			void (*print)(const char *key, uint64_t v))
+{
+	if (v == UNLIMITED)
+		print_num_text(key, v, "unlimited");
+	else
+		print(key, v);
+}
+
+void print_count_limit(const char *key, uint64_t v)
+{
+	print_limit(key, v, print_u64);
+}
+
 void print_bytes_limit(const char *key, uint64_t v)
 {
-	if (v != UNLIMITED)
-		print_bytes(key, v);
-	else if (out.json)
-		jw_null(key);
-	else
-		put_text(key, "unlimited");
+	print_limit(key, v, print_bytes);
 }
 
 void print_percent(const char *key, double v)
@@ -691,41 +734,6 @@ void print_percent(const char *key, double v)
 	else
 		snprintf(buf, sizeof(buf), "%.1f%%", v);
 	put_text(key, buf);
-}
-
-/* An address: 0x... in text. */
-void print_hex(const char *key, uint64_t v)
-{
-	char buf[32];
-
-	if (out.json) {
-		jw_u64(key, v);
-		return;
-	}
-	snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)v);
-	put_text(key, buf);
-}
-
-/* A duration in milliseconds: 4m12s in text. */
-void print_ms(const char *key, uint64_t ms)
-{
-	char buf[32];
-
-	if (out.json)
-		jw_u64(key, ms);
-	else
-		put_text(key, fmt_ms(buf, sizeof(buf), ms));
-}
-
-/* CLOCK_REALTIME nanoseconds: local time in text. */
-void print_time_ns(const char *key, uint64_t ns)
-{
-	char buf[64];
-
-	if (out.json)
-		jw_u64(key, ns);
-	else
-		put_text(key, fmt_time_ns(buf, sizeof(buf), ns));
 }
 
 /* A user: "uid" and @key (the name, or null) in JSON; the name in text. */
@@ -748,17 +756,6 @@ void print_user(const char *key, uint64_t uid)
 	}
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)uid);
 	put_text(key, buf);
-}
-
-/* A number (null when unlimited) whose text form the caller gives. */
-void print_num_text(const char *key, uint64_t v, const char *text)
-{
-	if (!out.json)
-		put_text(key, text);
-	else if (v == UNLIMITED)
-		jw_null(key);
-	else
-		jw_u64(key, v);
 }
 
 /*

@@ -16,17 +16,22 @@
 
 #include "mrpinctl.h"
 
+static void vpr_err(const char *fmt, va_list ap)
+{
+	fflush(stdout);
+	fputs("mrpinctl: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 /* "mrpinctl: <message>" on stderr. */
 void pr_err(const char *fmt, ...)
 {
 	va_list ap;
 
-	fflush(stdout);
-	fputs("mrpinctl: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vpr_err(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 /* A usage error: the message, and EXIT_USAGE to return. */
@@ -34,12 +39,9 @@ int usage_err(const char *fmt, ...)
 {
 	va_list ap;
 
-	fflush(stdout);
-	fputs("mrpinctl: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vpr_err(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return EXIT_USAGE;
 }
 

@@ -62,26 +62,31 @@ def drop_column(rng, data):
     return b"\n".join(lines), i + 1
 
 
-def huge(rng, data):
+def on_data_line(rng, data, change):
+    """data with a data line, picked at random, as change(rng, line) makes
+    it: unchanged when there is none or change() gives None."""
     lines = lines_of(data)
     i = data_line(rng, lines)
-    if i is None:
+    line = None if i is None else change(rng, lines[i])
+    if line is None:
         return data, 0
-    nums = list(re.finditer(rb"(?<![\w.%:])\d+(?![\w.%:])", lines[i]))
-    if not nums:
-        return data, 0
-    m = rng.choice(nums)
-    lines[i] = lines[i][:m.start()] + rng.choice(BAD_NUMBERS) + lines[i][m.end():]
+    lines[i] = line
     return b"\n".join(lines), i + 1
+
+
+def huge(rng, data):
+    def change(rng, line):
+        nums = list(re.finditer(rb"(?<![\w.%:])\d+(?![\w.%:])", line))
+        if not nums:
+            return None
+        m = rng.choice(nums)
+        return line[:m.start()] + rng.choice(BAD_NUMBERS) + line[m.end():]
+    return on_data_line(rng, data, change)
 
 
 def extra_column(rng, data):
-    lines = lines_of(data)
-    i = data_line(rng, lines)
-    if i is None:
-        return data, 0
-    lines[i] += b" " + rng.choice([b"x", b"42", b"\\040", b"-"])
-    return b"\n".join(lines), i + 1
+    return on_data_line(rng, data, lambda rng, line:
+                        line + b" " + rng.choice([b"x", b"42", b"\\040", b"-"]))
 
 
 def crlf(rng, data):
@@ -117,22 +122,28 @@ TABLE_KINDS = [(cut, 5), (flip, 4), (drop_column, 2), (huge, 3),
                (empty, 1), (header_only, 1), (no_header, 1)]
 
 
+def broken_copies(rng, data, kinds):
+    """(kind, broken data, line) for each of kinds, as many times as it
+    says; the copies a kind left as they were are left out."""
+    for kind, times in kinds:
+        for _ in range(times):
+            broken, line = kind(rng, data)
+            if broken != data:
+                yield kind, broken, line
+
+
 def tables(snap, out, rng, files):
     n = 0
     for name in files:
         with open(os.path.join(snap, name), "rb") as f:
             data = f.read()
-        for kind, times in TABLE_KINDS:
-            for _ in range(times):
-                broken, line = kind(rng, data)
-                if broken == data:
-                    continue
-                n += 1
-                dst = os.path.join(out, str(n))
-                shutil.copytree(snap, dst)
-                with open(os.path.join(dst, name), "wb") as f:
-                    f.write(broken)
-                print(n, name, kind.__name__, line)
+        for kind, broken, line in broken_copies(rng, data, TABLE_KINDS):
+            n += 1
+            dst = os.path.join(out, str(n))
+            shutil.copytree(snap, dst)
+            with open(os.path.join(dst, name), "wb") as f:
+                f.write(broken)
+            print(n, name, kind.__name__, line)
 
 
 def garbage_line(rng, data):
@@ -162,15 +173,11 @@ def config(conf, out, rng):
         data = f.read()
     os.makedirs(out, exist_ok=True)
     n = 0
-    for kind, times in CONFIG_KINDS:
-        for _ in range(times):
-            broken, _line = kind(rng, data)
-            if broken == data:
-                continue
-            n += 1
-            with open(os.path.join(out, "%d.conf" % n), "wb") as f:
-                f.write(broken)
-            print(n, kind.__name__)
+    for kind, broken, _line in broken_copies(rng, data, CONFIG_KINDS):
+        n += 1
+        with open(os.path.join(out, "%d.conf" % n), "wb") as f:
+            f.write(broken)
+        print(n, kind.__name__)
 
 
 def main():

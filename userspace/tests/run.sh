@@ -484,26 +484,41 @@ garbled_tests() {
 	check "old module: status without the policy" eval 'clean && [ $rc = 0 ] && grep -q "^Denials: *0" "$out/stdout"'
 }
 
+# survived CMD: the last run gave output, or failed cleanly: status 1 (for
+# doctor: 1 with findings on stdout, or 2 with nothing there); no crash.
+survived() {
+	clean || return 1
+	[ "$1" != doctor ] && { [ "$rc" -le 1 ]; return; }
+	[ "$rc" = 0 ] || { [ "$rc" = 1 ] && [ -s "$out/stdout" ]; } ||
+		{ [ "$rc" = 2 ] && [ ! -s "$out/stdout" ] && [ -s "$out/stderr" ]; }
+}
+
+# cut_fuzz SNAP FILE STEP CMD...: FILE of SNAP cut every STEP bytes, CMD
+# run on each copy: it must survive each of them.
+cut_fuzz() {
+	local snap=$1 file=$2 step=$3 size i bad=0 n=0
+	shift 3
+	size=$(wc -c <"$snaps/$snap/$file")
+	for ((i = 0; i < size; i += step)); do
+		scratch "$snap"
+		head -c "$i" "$snaps/$snap/$file" >"$out/snap/$file"
+		run "$out/snap" "$@"
+		n=$((n + 1))
+		if ! survived "$1"; then
+			bad=$((bad + 1))
+			diag "$* on $file cut at $i: status $rc"
+		fi
+	done
+	check "fuzz: $*, $file cut at $n places: output or a clean failure, no crash" \
+		test "$bad" = 0
+}
+
 # Every table cut at every third byte: a clean error or output, no crash.
 truncation_fuzz() {
-	local file cmd size i bad n
+	local file cmd i bad size
 	for file in procs:proc pins:pin devices:dev limits:limit events:events stats:status cgroups:"export prometheus"; do
-		cmd=${file#*:}
-		file=${file%%:*}
-		size=$(wc -c <"$snaps/basic/$file")
-		bad=0
-		n=0
-		for ((i = 0; i < size; i += 3)); do
-			scratch basic
-			head -c "$i" "$snaps/basic/$file" >"$out/snap/$file"
-			run "$out/snap" $cmd
-			n=$((n + 1))
-			if ! clean || [ "$rc" -gt 1 ]; then
-				bad=$((bad + 1))
-				diag "$file cut at $i: status $rc"
-			fi
-		done
-		check "fuzz: $file cut at $n places: exit 0 or 1, no crash" test "$bad" = 0
+		# shellcheck disable=SC2086
+		cut_fuzz basic "${file%%:*}" 3 ${file#*:}
 	done
 	bad=0
 	for i in $(seq 40); do
@@ -525,21 +540,7 @@ truncation_fuzz() {
 	# doctor reads every table: each of them cut at about 60 places.
 	for file in stats procs pins devices leaks callsites events limits; do
 		size=$(wc -c <"$snaps/mistakes/$file")
-		bad=0
-		n=0
-		for ((i = 0; i < size; i += size / 60 + 1)); do
-			scratch mistakes
-			head -c "$i" "$snaps/mistakes/$file" >"$out/snap/$file"
-			run "$out/snap" doctor
-			n=$((n + 1))
-			if ! clean || [ "$rc" -gt 2 ] ||
-				{ [ "$rc" = 1 ] && [ ! -s "$out/stdout" ]; } ||
-				{ [ "$rc" = 2 ] && [ -s "$out/stdout" ]; }; then
-				bad=$((bad + 1))
-				diag "doctor, $file cut at $i: status $rc"
-			fi
-		done
-		check "fuzz: doctor, $file cut at $n places: exit 0, 1 with findings or 2 with none, no crash" test "$bad" = 0
+		cut_fuzz mistakes "$file" $((size / 60 + 1)) doctor
 	done
 }
 
