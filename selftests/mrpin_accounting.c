@@ -17,24 +17,13 @@
  *
  * Every test runs as root: RLIMIT_MEMLOCK is lifted first.
  */
-/* The 6.1 harness has an unused parameter: keep -Wextra quiet about it. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include "kselftest_harness.h"
-#pragma GCC diagnostic pop
-
-#include <libgen.h>
-#include <limits.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
-
 #include "mrpin_test.h"
 
-#define KiB		1024UL
-#define MiB		(1024 * KiB)
-#define PAGE		4096UL
+#include <libgen.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+
 #define RXE_CALLER	"rxe_mr_init_user"
 
 struct mr_range {
@@ -123,8 +112,6 @@ static void __dev_counts(struct __test_metadata *_metadata, const char *dev,
 }
 #define dev_counts(dev, pins, bytes) __dev_counts(_metadata, dev, pins, bytes)
 
-#define read_stats(s) ASSERT_EQ(0, mrpin_read_stats(s))
-
 /* mrpin_pinner children, driven through their stdin and stdout. */
 #define MAX_PINNER_MRS 16
 
@@ -206,25 +193,16 @@ static int pinner_reap(struct pinner *p, int sig)
 
 /* What every fixture holds. */
 struct mrpin_test {
+	struct mrpin_fixture f;
 	const char *dev;
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct mrpin_stats start;
 	struct pinner pinners[2];
 };
 
 static void __test_setup(struct __test_metadata *_metadata,
 			 struct mrpin_test *t)
 {
-	ASSERT_EQ(0, mrpin_unlimit_memlock());
 	t->dev = mrpin_dev_name();
-	t->ctx = mrpin_open_dev(t->dev);
-	ASSERT_NE(NULL, t->ctx) {
-		TH_LOG("cannot open %s: %s", t->dev, strerror(errno));
-	}
-	t->pd = ibv_alloc_pd(t->ctx);
-	ASSERT_NE(NULL, t->pd);
-	read_stats(&t->start);
+	fixture_setup(&t->f);
 	check_no_trace(getpid());
 	check_sums();
 }
@@ -238,68 +216,23 @@ static void __test_setup(struct __test_metadata *_metadata,
 static void __test_teardown(struct __test_metadata *_metadata,
 			    struct mrpin_test *t)
 {
-	struct mrpin_proc_row *procs;
-	struct mrpin_pin_row *pins;
 	struct mrpin_stats end;
-	int i, n, ret;
+	int i;
 
 	for (i = 0; i < (int)ARRAY_SIZE(t->pinners); i++)
 		if (t->pinners[i].pid > 0)
 			pinner_reap(&t->pinners[i], SIGKILL);
-	if (t->pd)
-		ibv_dealloc_pd(t->pd);
-	if (t->ctx)
-		ibv_close_device(t->ctx);
-	t->pd = NULL;
-	t->ctx = NULL;
-
+	fixture_close(&t->f);
 	check_proc(getpid(), 0, 0);
 	check_no_trace(getpid());
-	ret = mrpin_read_stats(&end);
-	EXPECT_EQ(0, ret);
-	if (ret)
-		return;
-	EXPECT_EQ(t->start.pins, end.pins);
-	EXPECT_EQ(t->start.pinned_bytes, end.pinned_bytes);
-	EXPECT_EQ(end.pins_total - t->start.pins_total,
-		  end.releases_total - t->start.releases_total);
-	EXPECT_EQ(t->start.untracked_releases_total,
-		  end.untracked_releases_total);
-	EXPECT_EQ(t->start.denials_total, end.denials_total);
-	if (t->start.pins)
-		return;
+	fixture_check(&t->f);
+	if (!mrpin_read_stats(&end))
+		EXPECT_EQ(t->f.start.denials_total, end.denials_total);
 	/* Nothing was pinned before: nothing may be listed now. */
-	n = mrpin_read_procs(&procs);
-	EXPECT_EQ(0, n);
-	if (n > 0)
-		free(procs);
-	n = mrpin_read_pins(&pins);
-	EXPECT_EQ(0, n);
-	if (n > 0)
-		free(pins);
+	if (!t->f.start.pins)
+		check_nothing_left();
 }
 #define test_teardown(t) __test_teardown(_metadata, t)
-
-/* This process's cgroup (v2), as /proc/self/cgroup shows it. */
-static int own_cgroup(char *path, size_t size)
-{
-	char *buf, *line;
-	int ret;
-
-	ret = mrpin_read_file("/proc/self/cgroup", &buf);
-	if (ret)
-		return ret;
-	line = strstr(buf, "0::");
-	ret = -ENOENT;
-	if (line && (line == buf || line[-1] == '\n')) {
-		line += 3;
-		line[strcspn(line, "\n")] = '\0';
-		snprintf(path, size, "%s", line);
-		ret = 0;
-	}
-	free(buf);
-	return ret;
-}
 
 /*
  * Register one MR of @length bytes, @offset bytes into a page-aligned
@@ -330,13 +263,13 @@ static void __check_one_mr(struct __test_metadata *_metadata,
 	read_stats(&before);
 	dev_counts(t->dev, &dev_pins, &dev_bytes);
 
-	do_reg(t->pd, buf + offset, length, &mr);
+	do_reg(t->f.pd, buf + offset, length, &mr);
 	check_pins(getpid(), t->dev, &r, 1);
 	check_proc(getpid(), 1, bytes);
 
 	/* The rest of this process's line. */
 	ASSERT_EQ(0, mrpin_comm(getpid(), comm, sizeof(comm)));
-	ASSERT_EQ(0, own_cgroup(cgroup, sizeof(cgroup)));
+	ASSERT_EQ(0, mrpin_cg_of(0, cgroup, sizeof(cgroup)));
 	n = mrpin_read_procs(&procs);
 	ASSERT_LE(0, n);
 	p = mrpin_find_proc(procs, n, getpid());
@@ -495,12 +428,12 @@ TEST_F(accounting, same_buffer_registered_twice_is_counted_twice)
 	r[2] = mr_range(buf + PAGE, PAGE);		/* overlaps both */
 	read_stats(&before);
 
-	do_reg(t->pd, buf + 100, 3 * PAGE, &mr[0]);
-	do_reg(t->pd, buf + 100, 3 * PAGE, &mr[1]);
+	do_reg(t->f.pd, buf + 100, 3 * PAGE, &mr[0]);
+	do_reg(t->f.pd, buf + 100, 3 * PAGE, &mr[1]);
 	check_pins(getpid(), t->dev, r, 2);
 	check_proc(getpid(), 2, 2 * 16 * KiB);
 
-	do_reg(t->pd, buf + PAGE, PAGE, &mr[2]);
+	do_reg(t->f.pd, buf + PAGE, PAGE, &mr[2]);
 	check_pins(getpid(), t->dev, r, 3);
 	check_proc(getpid(), 3, 2 * 16 * KiB + 4 * KiB);
 
@@ -534,7 +467,7 @@ TEST_F(accounting, rereg_to_another_buffer_moves_the_charge)
 	new = mr_range(new_buf + 100, 2 * MiB);		/* 513 pages */
 	read_stats(&before);
 
-	do_reg(t->pd, old_buf, 64 * KiB, &mr);
+	do_reg(t->f.pd, old_buf, 64 * KiB, &mr);
 	check_proc(getpid(), 1, 64 * KiB);
 
 	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
@@ -646,7 +579,7 @@ TEST_F_TIMEOUT(accounting,
 	ASSERT_EQ(0, pthread_barrier_init(&halfway, NULL, REG_THREADS + 1));
 	for (i = 0; i < REG_THREADS; i++) {
 		rt[i].index = i;
-		rt[i].pd = t->pd;
+		rt[i].pd = t->f.pd;
 		rt[i].halfway = &halfway;
 		rt[i].buf = map_buf(REG_SLOTS * REG_SLOT_SIZE);
 	}
@@ -712,7 +645,7 @@ TEST_F(accounting, sigkilled_child_is_uncharged_at_its_exit)
 
 	buf = map_buf(2 * PAGE);
 	own = mr_range(buf + 10, PAGE);
-	do_reg(t->pd, buf + 10, PAGE, &mr);
+	do_reg(t->f.pd, buf + 10, PAGE, &mr);
 
 	pinner_start(p, "--hold", "4K", "64K@100", "1M", "1@4095");
 	pid = p->pid;
@@ -797,7 +730,7 @@ TEST_F(accounting, processes_pinning_at_once_are_accounted_apart)
 	read_stats(&before);
 	buf = map_buf(64 * KiB);
 	own = mr_range(buf, 64 * KiB);
-	do_reg(t->pd, buf, 64 * KiB, &mr);
+	do_reg(t->f.pd, buf, 64 * KiB, &mr);
 	pinner_start(a, "16K", "1M@4095");
 	pinner_start(b, "--threads", "3", "4K", "64K@1", "2M", "1@4095",
 		     "12K@100");
@@ -853,10 +786,10 @@ TEST_F(accounting, failed_registrations_leave_nothing_charged)
 	read_stats(&before);
 
 	/* Two pages pinned, the third one missing: all rolled back. */
-	do_reg_err(EFAULT, t->pd, buf, 3 * PAGE);
-	do_reg_err(EFAULT, t->pd, buf + 2 * PAGE + 100, 1);
+	do_reg_err(EFAULT, t->f.pd, buf, 3 * PAGE);
+	do_reg_err(EFAULT, t->f.pd, buf + 2 * PAGE + 100, 1);
 	/* Writable access to a read-only mapping. */
-	do_reg_err(EFAULT, t->pd, ro, PAGE);
+	do_reg_err(EFAULT, t->f.pd, ro, PAGE);
 	check_proc(getpid(), 0, 0);
 	check_no_trace(getpid());
 	read_stats(&after);
@@ -867,7 +800,7 @@ TEST_F(accounting, failed_registrations_leave_nothing_charged)
 	EXPECT_EQ(before.untracked_releases_total,
 		  after.untracked_releases_total);
 
-	do_reg(t->pd, buf + 1, 2 * PAGE - 1, &mr);
+	do_reg(t->f.pd, buf + 1, 2 * PAGE - 1, &mr);
 	check_proc(getpid(), 1, 8 * KiB);
 	do_dereg(mr);
 	check_proc(getpid(), 0, 0);
@@ -875,20 +808,4 @@ TEST_F(accounting, failed_registrations_leave_nothing_charged)
 	munmap(ro, PAGE);
 }
 
-/*
- * Nothing to test without mrpin or the device: skip the whole program
- * (the 6.1 harness would run a test's body after a SKIP() in its setup).
- */
-int main(int argc, char **argv)
-{
-	struct mrpin_stats stats;
-	int ret;
-
-	mrpin_require_loaded(NULL, NULL);
-	ret = mrpin_read_stats(&stats);
-	if (ret)
-		ksft_exit_fail_msg("%s/stats: %s\n", MRPIN_DEBUGFS,
-				   strerror(-ret));
-	mrpin_require_dev();
-	return test_harness_run(argc, argv);
-}
+MRPIN_TEST_MAIN(NULL, NULL)

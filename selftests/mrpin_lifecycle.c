@@ -38,25 +38,13 @@
  * (`mrpin_lifecycle --after-exec` is the exec test's program after exec.)
  */
 #define _GNU_SOURCE
-/* The 6.1 harness has an unused parameter: keep -Wextra quiet about it. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include "kselftest_harness.h"
-#pragma GCC diagnostic pop
+#include "mrpin_test.h"
 
-#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-
-#include "mrpin_test.h"
-
-#define KiB		1024ULL
-#define MiB		(1024 * KiB)
-#define PAGE		4096ULL
 
 /* MRs of random sizes: up to MAX_MR bytes, anywhere in the first page. */
 #define MAX_MR		(256 * KiB)
@@ -298,57 +286,15 @@ static int after_exec_main(void)
 	return 0;
 }
 
-/* The rest of `stats` and the `leaks` table. */
-struct lc_stats {
-	uint64_t pins;
-	uint64_t pinned_bytes;
-	uint64_t pins_total;
-	uint64_t releases_total;
-	uint64_t untracked_releases_total;
-	uint64_t cleanup_releases_total;
-};
-
-#define LC_STAT(f) MRPIN_COL(struct lc_stats, f, MRPIN_COL_U64)
-
-static const struct mrpin_col lc_stat_keys[] = {
-	LC_STAT(pins),
-	LC_STAT(pinned_bytes),
-	LC_STAT(pins_total),
-	LC_STAT(releases_total),
-	LC_STAT(untracked_releases_total),
-	LC_STAT(cleanup_releases_total),
-};
-
-struct leak_row {
-	char comm[64];
-	uint64_t uid;
-	uint64_t count;
-	uint64_t bytes;
-};
-
-#define LEAK_COL(f, kind) MRPIN_COL(struct leak_row, f, kind)
-
-static const struct mrpin_col leak_cols[] = {
-	LEAK_COL(comm, MRPIN_COL_STR),
-	LEAK_COL(uid, MRPIN_COL_U64),
-	LEAK_COL(count, MRPIN_COL_U64),
-	LEAK_COL(bytes, MRPIN_COL_U64),
-};
-
-#define read_stats(s)							\
-	ASSERT_EQ(0, mrpin_read_keys(MRPIN_DEBUGFS "/stats", lc_stat_keys, \
-				     ARRAY_SIZE(lc_stat_keys), s))
-
 /* The `leaks` line of (@comm, uid 0): count and bytes, 0 if none. */
 static void __leak_of(struct __test_metadata *_metadata, const char *comm,
-		      struct leak_row *row)
+		      struct mrpin_leak_row *row)
 {
-	struct leak_row *rows;
+	struct mrpin_leak_row *rows;
 	int n, i;
 
 	memset(row, 0, sizeof(*row));
-	n = mrpin_read_table("leaks", leak_cols, ARRAY_SIZE(leak_cols),
-			     sizeof(*rows), (void **)&rows);
+	n = mrpin_read_leaks(&rows);
 	ASSERT_LE(0, n) {
 		TH_LOG("leaks: %s", strerror(-n));
 	}
@@ -358,74 +304,6 @@ static void __leak_of(struct __test_metadata *_metadata, const char *comm,
 	free(rows);
 }
 #define leak_of(comm, row) __leak_of(_metadata, comm, row)
-
-/*
- * Nothing is pinned through mrpin: no live pin in `stats`, no line in
- * `pins`, `procs`, `users` or `cgroups`, and every device at zero.
- */
-static void __check_all_zero(struct __test_metadata *_metadata)
-{
-	struct mrpin_owner_row *owners;
-	struct mrpin_proc_row *procs;
-	struct mrpin_pin_row *pins;
-	struct mrpin_dev_row *devs;
-	struct lc_stats s;
-	int n, i;
-
-	read_stats(&s);
-	EXPECT_EQ(0ULL, s.pins);
-	EXPECT_EQ(0ULL, s.pinned_bytes);
-	n = mrpin_read_pins(&pins);
-	EXPECT_EQ(0, n);
-	for (i = 0; i < n; i++)
-		TH_LOG("pin left: pid %d (%s) %" PRIu64 " bytes", pins[i].pid,
-		       pins[i].comm, pins[i].pinned_bytes);
-	if (n > 0)
-		free(pins);
-	n = mrpin_read_procs(&procs);
-	EXPECT_EQ(0, n);
-	if (n > 0)
-		free(procs);
-	n = mrpin_read_users(&owners);
-	EXPECT_EQ(0, n);
-	if (n > 0)
-		free(owners);
-	n = mrpin_read_cgroups(&owners);
-	EXPECT_EQ(0, n);
-	if (n > 0)
-		free(owners);
-	n = mrpin_read_devices(&devs);
-	EXPECT_LE(1, n);
-	for (i = 0; i < n; i++) {
-		EXPECT_EQ(0ULL, devs[i].pins);
-		EXPECT_EQ(0ULL, devs[i].pinned_bytes);
-	}
-	if (n > 0)
-		free(devs);
-}
-#define check_all_zero() __check_all_zero(_metadata)
-
-/* The kernel log since @fd was opened has no problem and no mrpin line. */
-static void __check_log(struct __test_metadata *_metadata, int fd)
-{
-	const char *problem, *line;
-	char *log;
-
-	log = mrpin_kmsg_read(fd);
-	ASSERT_NE(NULL, log);
-	problem = mrpin_log_problem(log);
-	EXPECT_EQ(NULL, problem) {
-		TH_LOG("kernel log: %.200s", problem);
-	}
-	for (line = log; *line; line = strchr(line, '\n') + 1) {
-		EXPECT_NE(0, strncmp(line, "mrpin", 5)) {
-			TH_LOG("kernel log: %.*s", (int)strcspn(line, "\n"),
-			       line);
-		}
-	}
-	free(log);
-}
-#define check_log(fd) __check_log(_metadata, fd)
 
 /* The `pins` line of process @pid; false if it has none or more. */
 static bool only_pin_of(pid_t pid, struct mrpin_pin_row *row)
@@ -486,38 +364,41 @@ static void write_line(int fd, const char *line)
 		_exit(1);
 }
 
+/*
+ * The tests pin in children only: the fixture has no device, starts and
+ * ends with nothing pinned, and mrpin logs nothing in between.
+ */
+static void __lc_setup(struct __test_metadata *_metadata,
+		       struct mrpin_fixture *f)
+{
+	f->quiet = true;
+	fixture_start(f);
+	check_nothing_left();
+}
+#define lc_setup(f) __lc_setup(_metadata, f)
+
+/* Only EXPECT_*() without handler blocks here (see mrpin_test.h). */
+static void __lc_teardown(struct __test_metadata *_metadata,
+			  struct mrpin_fixture *f)
+{
+	fixture_close(f);
+	check_nothing_left();
+	fixture_check(f);
+}
+#define lc_teardown(f) __lc_teardown(_metadata, f)
+
 FIXTURE(lifecycle) {
-	int kmsg;
-	struct lc_stats start;
+	struct mrpin_fixture f;
 };
 
 FIXTURE_SETUP(lifecycle)
 {
-	ASSERT_EQ(0, mrpin_unlimit_memlock());
-	self->kmsg = mrpin_kmsg_open();
-	ASSERT_LE(0, self->kmsg);
-	read_stats(&self->start);
-	check_all_zero();
+	lc_setup(&self->f);
 }
 
-/* Only EXPECT_*() without handler blocks here (see mrpin_test.h). */
 FIXTURE_TEARDOWN(lifecycle)
 {
-	struct lc_stats end;
-	int ret;
-
-	check_all_zero();
-	ret = mrpin_read_keys(MRPIN_DEBUGFS "/stats", lc_stat_keys,
-			      ARRAY_SIZE(lc_stat_keys), &end);
-	EXPECT_EQ(0, ret);
-	if (!ret) {
-		EXPECT_EQ(end.pins_total - self->start.pins_total,
-			  end.releases_total - self->start.releases_total);
-		EXPECT_EQ(self->start.untracked_releases_total,
-			  end.untracked_releases_total);
-	}
-	check_log(self->kmsg);
-	close(self->kmsg);
+	lc_teardown(&self->f);
 }
 
 /*
@@ -580,10 +461,10 @@ TEST_F_TIMEOUT(lifecycle, sigkill_at_random_moments_leaves_nothing, 580)
 					KILLS_DEFAULT / 4 : KILLS_DEFAULT);
 	unsigned int seed = env_count("MRPIN_SEED", time(NULL) ^ getpid());
 	uint64_t regs = 0, deregs = 0, ready_kills = 0, rand = seed | 1;
-	struct leak_row leak_before, leak_after;
+	struct mrpin_leak_row leak_before, leak_after;
 	struct victim v[KILL_BATCH];
 	struct churn_counts *counts;
-	struct lc_stats before, after;
+	struct mrpin_stats before, after;
 	unsigned int done, b, i, n;
 	int pipefd[2], status;
 	double now, next;
@@ -691,7 +572,7 @@ TEST_F_TIMEOUT(lifecycle, sigkill_at_random_moments_leaves_nothing, 580)
 	}
 	munmap(counts, kills * sizeof(*counts));
 
-	check_all_zero();
+	check_nothing_left();
 	check_sums();
 	read_stats(&after);
 	TH_LOG("%" PRIu64 " killed with their MRs registered; %" PRIu64 " registrations, %" PRIu64 " deregistrations, %" PRIu64 " cleanup releases",
@@ -870,8 +751,7 @@ TEST_F(lifecycle, fork_child_inherits_no_pins)
 }
 
 FIXTURE(exec) {
-	int kmsg;
-	struct lc_stats start;
+	struct mrpin_fixture f;
 };
 
 FIXTURE_VARIANT(exec) {
@@ -888,18 +768,12 @@ FIXTURE_VARIANT_ADD(exec, device_file_kept_across_exec) {
 
 FIXTURE_SETUP(exec)
 {
-	ASSERT_EQ(0, mrpin_unlimit_memlock());
-	self->kmsg = mrpin_kmsg_open();
-	ASSERT_LE(0, self->kmsg);
-	read_stats(&self->start);
-	check_all_zero();
+	lc_setup(&self->f);
 }
 
 FIXTURE_TEARDOWN(exec)
 {
-	check_all_zero();
-	check_log(self->kmsg);
-	close(self->kmsg);
+	lc_teardown(&self->f);
 }
 
 #define EXEC_MRS 4
@@ -958,8 +832,8 @@ static void execer_child(bool keep_file)
 
 TEST_F(exec, live_mrs_go_with_the_device_file)
 {
-	struct leak_row leak_before, leak_after;
-	struct lc_stats before, after;
+	struct mrpin_leak_row leak_before, leak_after;
+	struct mrpin_stats before, after;
 	uint64_t start, length, bytes = 0, vmpin;
 	int to_child[2], to_parent[2], status, i, n, cloexec, pins, procs;
 	char line[128], comm[64];
@@ -1069,7 +943,6 @@ int main(int argc, char **argv)
 		}
 		return churn_main(n);
 	}
-	mrpin_require_loaded(NULL, NULL);
-	mrpin_require_dev();
+	mrpin_require_testable(NULL, NULL);
 	return test_harness_run(argc, argv);
 }

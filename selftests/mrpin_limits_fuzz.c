@@ -31,24 +31,12 @@
  * Valid writes near the same bounds are accepted, so that the refusals are
  * the parser's.  Runs as root; the policy found is put back at the end.
  */
-/* The 6.1 harness has an unused parameter: keep -Wextra quiet about it. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include "kselftest_harness.h"
-#pragma GCC diagnostic pop
-
-#include <libgen.h>
-#include <limits.h>
-#include <sys/stat.h>
-#include <sys/vfs.h>
-#include <linux/magic.h>
-
 #include "mrpin_test.h"
 
-#define LIMITS_FILE	MRPIN_LIMITS_FILE
+#include <libgen.h>
+
 #define CORPUS		"mrpin_limits_bad.txt"
 #define CORPUS_MIN	200
-#define CG_MNT		"/sys/fs/cgroup"
 #define FUZZ_CG		"/mrpin_fuzz"
 #define FUZZ_CG_NORULE	FUZZ_CG "/norule"
 #define MAX_WRITE	(64 * 1024)
@@ -186,10 +174,10 @@ static bool try_bad(struct fuzz *f, const char *what, const void *buf,
 	bool same, was_same;
 	int err, ret;
 
-	ret = mrpin_read_file(LIMITS_FILE, &before);
+	ret = mrpin_read_file(MRPIN_LIMITS_FILE, &before);
 	was_same = !ret && !strcmp(before, f->saved);
 	err = mrpin_limits_write(buf, len);
-	ret = mrpin_read_file(LIMITS_FILE, &now);
+	ret = mrpin_read_file(MRPIN_LIMITS_FILE, &now);
 	same = !ret && before && !strcmp(now, before);
 	if (err == EINVAL && same && was_same) {
 		free(before);
@@ -213,22 +201,6 @@ static bool try_bad(struct fuzz *f, const char *what, const void *buf,
 	return false;
 }
 
-static int cg_mkdir(const char *cg)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), CG_MNT "%s", cg);
-	return mkdir(path, 0755) && errno != EEXIST ? errno : 0;
-}
-
-static void cg_rmdir(const char *cg)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), CG_MNT "%s", cg);
-	rmdir(path);
-}
-
 FIXTURE(bad_input) {
 	struct fuzz f;
 };
@@ -236,28 +208,27 @@ FIXTURE(bad_input) {
 FIXTURE_SETUP(bad_input)
 {
 	struct fuzz *f = &self->f;
-	struct statfs s;
 	char *again;
 	int err;
 
 	f->kmsg = mrpin_kmsg_open();
 	ASSERT_LE(0, f->kmsg);
-	f->cgroups = !statfs(CG_MNT, &s) && s.f_type == CGROUP2_SUPER_MAGIC;
+	f->cgroups = mrpin_cgroup2_mounted();
 	ASSERT_TRUE(f->cgroups) {
-		TH_LOG("%s is not a cgroup2 mount", CG_MNT);
+		TH_LOG("%s is not a cgroup2 mount", MRPIN_CG_MNT);
 	}
-	ASSERT_EQ(0, mrpin_read_file(LIMITS_FILE, &f->original));
-	ASSERT_EQ(0, cg_mkdir(FUZZ_CG));
-	ASSERT_EQ(0, cg_mkdir(FUZZ_CG_NORULE));
+	ASSERT_EQ(0, mrpin_read_file(MRPIN_LIMITS_FILE, &f->original));
+	ASSERT_EQ(0, mrpin_cg_mkdir(FUZZ_CG));
+	ASSERT_EQ(0, mrpin_cg_mkdir(FUZZ_CG_NORULE));
 	err = mrpin_limits_write(baseline, strlen(baseline));
 	ASSERT_EQ(0, err) {
 		TH_LOG("the baseline policy: %s", strerror(err));
 	}
-	ASSERT_EQ(0, mrpin_read_file(LIMITS_FILE, &f->saved));
+	ASSERT_EQ(0, mrpin_read_file(MRPIN_LIMITS_FILE, &f->saved));
 	f->saved_len = strlen(f->saved);
 	/* What it reads is what it takes. */
 	ASSERT_EQ(0, mrpin_limits_write(f->saved, f->saved_len));
-	ASSERT_EQ(0, mrpin_read_file(LIMITS_FILE, &again));
+	ASSERT_EQ(0, mrpin_read_file(MRPIN_LIMITS_FILE, &again));
 	ASSERT_STREQ(f->saved, again);
 	free(again);
 }
@@ -271,14 +242,14 @@ FIXTURE_TEARDOWN(bad_input)
 	if (f->original) {
 		EXPECT_EQ(0, mrpin_limits_write(f->original,
 						strlen(f->original)));
-		EXPECT_EQ(0, mrpin_read_file(LIMITS_FILE, &now));
+		EXPECT_EQ(0, mrpin_read_file(MRPIN_LIMITS_FILE, &now));
 		if (now)
 			EXPECT_STREQ(f->original, now);
 		free(now);
 		free(f->original);
 	}
-	cg_rmdir(FUZZ_CG_NORULE);
-	cg_rmdir(FUZZ_CG);
+	mrpin_cg_rmdir(FUZZ_CG_NORULE);
+	mrpin_cg_rmdir(FUZZ_CG);
 	free(f->saved);
 	if (f->kmsg < 0)
 		return;
@@ -424,7 +395,7 @@ TEST_F(bad_input, valid_writes_near_those_bounds_are_accepted)
 	len += 197;
 	len = put(buf, len, "\nuid 1 max_pins=1\n");
 	ASSERT_EQ(0, mrpin_limits_write(buf, len));
-	ASSERT_EQ(0, mrpin_read_file(LIMITS_FILE, &now));
+	ASSERT_EQ(0, mrpin_read_file(MRPIN_LIMITS_FILE, &now));
 	EXPECT_NE(NULL, strstr(now, "\nuid 1 max_pinned=unlimited max_pins=1 "));
 	free(now);
 
@@ -435,7 +406,7 @@ TEST_F(bad_input, valid_writes_near_those_bounds_are_accepted)
 		len = put(buf, len, "uid 3 max_pins=3\n");
 	}
 	ASSERT_EQ(0, mrpin_limits_write(buf, len));
-	ASSERT_EQ(0, mrpin_read_file(LIMITS_FILE, &now));
+	ASSERT_EQ(0, mrpin_read_file(MRPIN_LIMITS_FILE, &now));
 	EXPECT_NE(NULL, strstr(now, "\nuid 3 max_pinned=unlimited max_pins=3 "));
 	free(now);
 
@@ -456,7 +427,7 @@ TEST_F(bad_input, valid_writes_near_those_bounds_are_accepted)
 	ASSERT_EQ(0, mrpin_limits_write(buf, len)) {
 		TH_LOG("a write of exactly 64 KiB was refused");
 	}
-	ASSERT_EQ(0, mrpin_read_file(LIMITS_FILE, &now));
+	ASSERT_EQ(0, mrpin_read_file(MRPIN_LIMITS_FILE, &now));
 	EXPECT_NE(NULL, strstr(now, "\nuid 4 max_pinned=unlimited max_pins=4 "));
 	EXPECT_NE(NULL, strstr(now, "\nuid 5 max_pinned=unlimited max_pins=5 "));
 	free(now);
@@ -468,7 +439,7 @@ TEST_F(bad_input, valid_writes_near_those_bounds_are_accepted)
 	ASSERT_EQ(0, mrpin_limits_write(buf, len)) {
 		TH_LOG("1024 rules were refused");
 	}
-	ASSERT_EQ(0, mrpin_read_file(LIMITS_FILE, &now));
+	ASSERT_EQ(0, mrpin_read_file(MRPIN_LIMITS_FILE, &now));
 	EXPECT_NE(NULL, strstr(now, "\nuid 101023 max_pinned=unlimited max_pins=1 "));
 	free(now);
 
@@ -1205,7 +1176,7 @@ static int accept_one(struct fuzz *f, char *buf)
 	int err, changed;
 
 	err = mrpin_limits_write(buf, len);
-	if (err || mrpin_read_file(LIMITS_FILE, &now)) {
+	if (err || mrpin_read_file(MRPIN_LIMITS_FILE, &now)) {
 		escape((unsigned char *)buf, len, shown, sizeof(shown), 600);
 		ksft_print_msg("good write \"%s\": %s\n", shown,
 			       err ? strerror(err) : "policy unreadable");
@@ -1311,6 +1282,6 @@ TEST_F_TIMEOUT(bad_input, over_10000_generated_writes_fail_with_EINVAL_and_chang
 
 int main(int argc, char **argv)
 {
-	mrpin_require_loaded(LIMITS_FILE, "no policy in this mrpin");
+	mrpin_require_loaded(MRPIN_LIMITS_FILE, "no policy in this mrpin");
 	return test_harness_run(argc, argv);
 }

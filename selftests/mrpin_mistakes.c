@@ -28,7 +28,7 @@
 #include <getopt.h>
 #include <sys/mman.h>
 
-#include "mrpin_test.h"
+#include "mrpin_utils.h"
 
 #define MR_LEN 4096
 

@@ -23,9 +23,8 @@
 #include <getopt.h>
 #include <sys/mman.h>
 
-#include "mrpin_test.h"
+#include "mrpin_utils.h"
 
-#define PAGE		4096UL
 #define HUGE		(2UL << 20)
 
 static void die(const char *what)

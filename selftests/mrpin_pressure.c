@@ -17,15 +17,12 @@
  * kept from the pinner is there for the rest of the machine.
  */
 #define _GNU_SOURCE
+#include "mrpin_test.h"
+
 #include <dirent.h>
-#include <sys/stat.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
-
-#include "kselftest_harness.h"
-#include "mrpin_test.h"
 
 #define CHUNK		(32UL << 20)	/* one registration */
 #define HOG_STEP	(8UL << 20)	/* the hog's allocation step */
