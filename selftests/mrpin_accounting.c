@@ -19,10 +19,8 @@
  */
 #include "mrpin_test.h"
 
-#include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/wait.h>
 
 #define RXE_CALLER	"rxe_mr_init_user"
 
@@ -96,19 +94,11 @@ static void __check_pins(struct __test_metadata *_metadata, pid_t pid,
 static void __dev_counts(struct __test_metadata *_metadata, const char *dev,
 			 uint64_t *pins, uint64_t *bytes)
 {
-	const struct mrpin_dev_row *d;
-	struct mrpin_dev_row *rows;
-	int n;
+	struct mrpin_dev_row d;
 
-	n = mrpin_read_devices(&rows);
-	ASSERT_LE(0, n);
-	d = mrpin_find_dev(rows, n, dev);
-	ASSERT_NE(NULL, d) {
-		TH_LOG("%s has no line in devices", dev);
-	}
-	*pins = d->pins;
-	*bytes = d->pinned_bytes;
-	free(rows);
+	dev_row(dev, &d);
+	*pins = d.pins;
+	*bytes = d.pinned_bytes;
 }
 #define dev_counts(dev, pins, bytes) __dev_counts(_metadata, dev, pins, bytes)
 
@@ -116,9 +106,7 @@ static void __dev_counts(struct __test_metadata *_metadata, const char *dev,
 #define MAX_PINNER_MRS 16
 
 struct pinner {
-	pid_t pid;
-	int in;		/* its stdin: EOF lets it finish */
-	FILE *out;	/* its stdout: "mr START LENGTH"..., "ready" */
+	struct mrpin_child c;	/* says "mr START LENGTH"..., "ready" */
 	int nmrs;
 	struct mr_range mrs[MAX_PINNER_MRS];
 };
@@ -127,38 +115,13 @@ struct pinner {
 static void __pinner_start(struct __test_metadata *_metadata,
 			   struct pinner *p, const char **argv)
 {
-	char exe[PATH_MAX], path[PATH_MAX + 32], line[128];
-	int in[2], out[2];
-	ssize_t n;
+	char line[128];
 
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	ASSERT_LT(0, n);
-	exe[n] = '\0';
-	snprintf(path, sizeof(path), "%s/mrpin_pinner", dirname(exe));
-	ASSERT_EQ(0, access(path, X_OK)) {
-		TH_LOG("%s: %s", path, strerror(errno));
-	}
-	ASSERT_EQ(0, pipe2(in, O_CLOEXEC));
-	ASSERT_EQ(0, pipe2(out, O_CLOEXEC));
-	fflush(stdout);
-	fflush(stderr);
-	p->pid = fork();
-	ASSERT_LE(0, p->pid);
-	if (!p->pid) {
-		dup2(in[0], STDIN_FILENO);
-		dup2(out[1], STDOUT_FILENO);
-		execv(path, (char **)argv);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	p->in = in[1];
-	p->out = fdopen(out[0], "r");
-	ASSERT_NE(NULL, p->out);
+	child_start(&p->c, 0, argv);
 	for (p->nmrs = 0;; p->nmrs++) {
-		ASSERT_NE(NULL, fgets(line, sizeof(line), p->out)) {
+		ASSERT_NE(NULL, fgets(line, sizeof(line), p->c.out)) {
 			TH_LOG("mrpin_pinner %d died before it was ready",
-			       p->pid);
+			       p->c.pid);
 		}
 		if (!strcmp(line, "ready\n"))
 			break;
@@ -171,25 +134,6 @@ static void __pinner_start(struct __test_metadata *_metadata,
 #define pinner_start(p, ...)						\
 	__pinner_start(_metadata, p,					\
 		       (const char *[]){ "mrpin_pinner", __VA_ARGS__, NULL })
-
-/*
- * Send @sig to pinner @p (0: close its stdin, to let it finish), reap it
- * and return its wait status.
- */
-static int pinner_reap(struct pinner *p, int sig)
-{
-	int status = -1;
-
-	if (sig)
-		kill(p->pid, sig);
-	close(p->in);
-	waitpid(p->pid, &status, 0);
-	if (p->out)
-		fclose(p->out);
-	p->out = NULL;
-	p->pid = 0;
-	return status;
-}
 
 /* What every fixture holds. */
 struct mrpin_test {
@@ -220,8 +164,8 @@ static void __test_teardown(struct __test_metadata *_metadata,
 	int i;
 
 	for (i = 0; i < (int)ARRAY_SIZE(t->pinners); i++)
-		if (t->pinners[i].pid > 0)
-			pinner_reap(&t->pinners[i], SIGKILL);
+		if (t->pinners[i].c.pid > 0)
+			child_finish(&t->pinners[i].c, SIGKILL);
 	fixture_close(&t->f);
 	check_proc(getpid(), 0, 0);
 	check_no_trace(getpid());
@@ -296,12 +240,7 @@ static void __check_one_mr(struct __test_metadata *_metadata,
 	check_proc(getpid(), 0, 0);
 	check_no_trace(getpid());
 	read_stats(&after);
-	EXPECT_EQ(before.pins, after.pins);
-	EXPECT_EQ(before.pinned_bytes, after.pinned_bytes);
-	EXPECT_EQ(before.pins_total + 1, after.pins_total);
-	EXPECT_EQ(before.releases_total + 1, after.releases_total);
-	EXPECT_EQ(before.untracked_releases_total,
-		  after.untracked_releases_total);
+	check_stats_moved(&before, &after, 0, 0, 1, 1);
 	dev_counts(t->dev, &pins_now, &bytes_now);
 	EXPECT_EQ(dev_pins, pins_now);
 	EXPECT_EQ(dev_bytes, bytes_now);
@@ -617,12 +556,7 @@ TEST_F_TIMEOUT(accounting,
 	check_proc(getpid(), 0, 0);
 	check_no_trace(getpid());
 	read_stats(&after);
-	EXPECT_EQ(before.pins, after.pins);
-	EXPECT_EQ(before.pinned_bytes, after.pinned_bytes);
-	EXPECT_EQ(before.pins_total + regs, after.pins_total);
-	EXPECT_EQ(before.releases_total + deregs, after.releases_total);
-	EXPECT_EQ(before.untracked_releases_total,
-		  after.untracked_releases_total);
+	check_stats_moved(&before, &after, 0, 0, regs, deregs);
 	EXPECT_LE(before.pinned_bytes + live_bytes, after.peak_pinned_bytes);
 }
 
@@ -648,7 +582,7 @@ TEST_F(accounting, sigkilled_child_is_uncharged_at_its_exit)
 	do_reg(t->f.pd, buf + 10, PAGE, &mr);
 
 	pinner_start(p, "--hold", "4K", "64K@100", "1M", "1@4095");
-	pid = p->pid;
+	pid = p->c.pid;
 	nmrs = p->nmrs;
 	ASSERT_EQ(4, nmrs);
 	child_bytes = range_bytes(p->mrs, nmrs);
@@ -657,7 +591,7 @@ TEST_F(accounting, sigkilled_child_is_uncharged_at_its_exit)
 	check_proc(getpid(), 1, 8 * KiB);
 	read_stats(&before);
 
-	status = pinner_reap(p, SIGKILL);
+	status = child_finish(&p->c, SIGKILL);
 	ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
 		TH_LOG("mrpin_pinner: wait status %#x", status);
 	}
@@ -666,12 +600,8 @@ TEST_F(accounting, sigkilled_child_is_uncharged_at_its_exit)
 	check_pins(getpid(), t->dev, &own, 1);
 	check_proc(getpid(), 1, 8 * KiB);
 	read_stats(&after);
-	EXPECT_EQ(before.pins - nmrs, after.pins);
-	EXPECT_EQ(before.pinned_bytes - child_bytes, after.pinned_bytes);
-	EXPECT_EQ(before.pins_total, after.pins_total);
-	EXPECT_EQ(before.releases_total + nmrs, after.releases_total);
-	EXPECT_EQ(before.untracked_releases_total,
-		  after.untracked_releases_total);
+	check_stats_moved(&before, &after, -(int64_t)nmrs,
+			  -(int64_t)child_bytes, 0, nmrs);
 
 	do_dereg(mr);
 	munmap(buf, 2 * PAGE);
@@ -688,7 +618,7 @@ TEST_F(accounting, child_exiting_with_live_mrs_is_uncharged)
 	pid_t pid;
 
 	pinner_start(p, "--no-dereg", "8K@4000", "2M", "1");
-	pid = p->pid;
+	pid = p->c.pid;
 	nmrs = p->nmrs;
 	ASSERT_EQ(3, nmrs);
 	child_bytes = range_bytes(p->mrs, nmrs);
@@ -696,7 +626,7 @@ TEST_F(accounting, child_exiting_with_live_mrs_is_uncharged)
 	check_proc(pid, nmrs, child_bytes);
 	read_stats(&before);
 
-	status = pinner_reap(p, 0);
+	status = child_finish(&p->c, 0);
 	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		TH_LOG("mrpin_pinner: wait status %#x", status);
 	}
@@ -704,11 +634,8 @@ TEST_F(accounting, child_exiting_with_live_mrs_is_uncharged)
 	check_no_trace(pid);
 	check_proc(getpid(), 0, 0);
 	read_stats(&after);
-	EXPECT_EQ(before.pins - nmrs, after.pins);
-	EXPECT_EQ(before.pinned_bytes - child_bytes, after.pinned_bytes);
-	EXPECT_EQ(before.releases_total + nmrs, after.releases_total);
-	EXPECT_EQ(before.untracked_releases_total,
-		  after.untracked_releases_total);
+	check_stats_moved(&before, &after, -(int64_t)nmrs,
+			  -(int64_t)child_bytes, 0, nmrs);
 }
 
 /*
@@ -734,8 +661,8 @@ TEST_F(accounting, processes_pinning_at_once_are_accounted_apart)
 	pinner_start(a, "16K", "1M@4095");
 	pinner_start(b, "--threads", "3", "4K", "64K@1", "2M", "1@4095",
 		     "12K@100");
-	a_pid = a->pid;
-	b_pid = b->pid;
+	a_pid = a->c.pid;
+	b_pid = b->c.pid;
 	ASSERT_EQ(2, a->nmrs);
 	ASSERT_EQ(5, b->nmrs);
 	a_bytes = range_bytes(a->mrs, a->nmrs);
@@ -752,13 +679,13 @@ TEST_F(accounting, processes_pinning_at_once_are_accounted_apart)
 	EXPECT_EQ(before.pinned_bytes + a_bytes + b_bytes + 64 * KiB,
 		  during.pinned_bytes);
 
-	status = pinner_reap(b, 0);
+	status = child_finish(&b->c, 0);
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	check_no_trace(b_pid);
 	check_proc(a_pid, 2, a_bytes);
 	check_proc(getpid(), 1, 64 * KiB);
 
-	status = pinner_reap(a, 0);
+	status = child_finish(&a->c, 0);
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	check_no_trace(a_pid);
 	check_proc(getpid(), 1, 64 * KiB);
@@ -793,12 +720,7 @@ TEST_F(accounting, failed_registrations_leave_nothing_charged)
 	check_proc(getpid(), 0, 0);
 	check_no_trace(getpid());
 	read_stats(&after);
-	EXPECT_EQ(before.pins, after.pins);
-	EXPECT_EQ(before.pinned_bytes, after.pinned_bytes);
-	EXPECT_EQ(before.pins_total, after.pins_total);
-	EXPECT_EQ(before.releases_total, after.releases_total);
-	EXPECT_EQ(before.untracked_releases_total,
-		  after.untracked_releases_total);
+	check_stats_moved(&before, &after, 0, 0, 0, 0);
 
 	do_reg(t->f.pd, buf + 1, 2 * PAGE - 1, &mr);
 	check_proc(getpid(), 1, 8 * KiB);

@@ -821,7 +821,7 @@ TEST_F_TIMEOUT(diag, mr_table_warns_once_per_crossing_of_the_mark, 300)
 	uint64_t from;
 	char *buf;
 
-	dev_row(&dev);
+	dev_row(mrpin_dev_name(), &dev);
 	mark = (dev.max_mr + 99) / 100;
 	ASSERT_LT(dev.pins + 2, mark) {
 		TH_LOG("%s already holds %llu pins", mrpin_dev_name(),
@@ -852,7 +852,7 @@ TEST_F_TIMEOUT(diag, mr_table_warns_once_per_crossing_of_the_mark, 300)
 	/* The pin that reaches the mark. */
 	do_reg(t->f.pd, buf + i * PAGE, PAGE, &mrs[i]);
 	i++;
-	dev_row(&dev);
+	dev_row(mrpin_dev_name(), &dev);
 	EXPECT_EQ(mark, dev.pins);
 	n = events_since(from, 0, "mr_table", ev, 4);
 	ASSERT_EQ(1, n);
@@ -873,7 +873,7 @@ TEST_F_TIMEOUT(diag, mr_table_warns_once_per_crossing_of_the_mark, 300)
 	/* Just below the mark (mark - 1), then back to it. */
 	do_dereg(mrs[--i]);
 	do_dereg(mrs[--i]);
-	dev_row(&dev);
+	dev_row(mrpin_dev_name(), &dev);
 	EXPECT_EQ(mark - 1, dev.pins);
 	EXPECT_EQ(1, events_since(from, 0, "mr_table", ev, 4));
 	mrpin_log_room(mrpin_budget);

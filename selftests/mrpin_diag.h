@@ -15,11 +15,8 @@
 
 #include "mrpin_test.h"
 
-#include <grp.h>
-#include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/wait.h>
 
 #define PINS_TAIL	" age_ms stack bytes_4k bytes_2m bytes_1g align oversized"
 #define PROCS_TAIL	" denials bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist"
@@ -61,33 +58,6 @@ static void __global_line(struct __test_metadata *_metadata, char *line,
 	free(buf);
 }
 #define global_line(line, size) __global_line(_metadata, line, size)
-
-/* The `procs` line of @pid in *@row: whether there is one. */
-static bool __proc_row(struct __test_metadata *_metadata, pid_t pid,
-		       struct mrpin_proc_row *row)
-{
-	struct mrpin_proc_row *rows;
-	bool found = false;
-	int n, i;
-
-	n = read_table("procs", mrpin_proc_cols, &rows);
-	ASSERT_LE(0, n) {
-		TH_LOG("procs: %s", strerror(-n));
-	}
-	for (i = 0; i < n; i++) {
-		if (rows[i].pid != pid)
-			continue;
-		*row = rows[i];
-		found = true;
-	}
-	free(rows);
-	return found;
-}
-
-#define proc_row(pid, row)						\
-	ASSERT_TRUE(__proc_row(_metadata, pid, row)) {			\
-		TH_LOG("pid %d has no line in procs", (int)(pid));	\
-	}
 
 /* The `pins` line of @pid for [@start, +@length) in *@row. */
 static bool __pin_row(struct __test_metadata *_metadata, pid_t pid,
@@ -194,72 +164,16 @@ static bool ends_with(const char *s, const char *tail)
 	return n >= m && !strcmp(s + n - m, tail);
 }
 
-/* The device's line in `devices`. */
-static void __dev_row(struct __test_metadata *_metadata,
-		      struct mrpin_dev_row *row)
-{
-	const struct mrpin_dev_row *d;
-	struct mrpin_dev_row *rows;
-	int n;
-
-	n = mrpin_read_devices(&rows);
-	ASSERT_LE(0, n);
-	d = mrpin_find_dev(rows, n, mrpin_dev_name());
-	ASSERT_NE(NULL, d) {
-		TH_LOG("%s has no line in devices", mrpin_dev_name());
-	}
-	*row = *d;
-	free(rows);
-}
-#define dev_row(row) __dev_row(_metadata, row)
-
 /* mrpin_mistakes children, driven through their stdin and stdout. */
 
 struct mistakes {
-	pid_t pid;
-	int in;		/* its stdin: EOF lets it finish */
-	FILE *out;
+	struct mrpin_child c;
 	uintptr_t site[2];
 };
 
-static void __mistakes_start(struct __test_metadata *_metadata,
-			     struct mistakes *m, uid_t uid, const char **argv)
-{
-	char exe[PATH_MAX], path[PATH_MAX + 32];
-	int in[2], out[2];
-	ssize_t n;
-
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	ASSERT_LT(0, n);
-	exe[n] = '\0';
-	snprintf(path, sizeof(path), "%s/" MISTAKES, dirname(exe));
-	ASSERT_EQ(0, access(path, X_OK)) {
-		TH_LOG("%s: %s", path, strerror(errno));
-	}
-	ASSERT_EQ(0, pipe2(in, O_CLOEXEC));
-	ASSERT_EQ(0, pipe2(out, O_CLOEXEC));
-	fflush(stdout);
-	fflush(stderr);
-	m->pid = fork();
-	ASSERT_LE(0, m->pid);
-	if (!m->pid) {
-		if (uid && (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
-			    setresuid(uid, uid, uid)))
-			_exit(126);
-		dup2(in[0], STDIN_FILENO);
-		dup2(out[1], STDOUT_FILENO);
-		execv(path, (char **)argv);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	m->in = in[1];
-	m->out = fdopen(out[0], "r");
-	ASSERT_NE(NULL, m->out);
-}
 #define mistakes_start(m, uid, ...)					\
-	__mistakes_start(_metadata, m, uid,				\
-			 (const char *[]){ MISTAKES, __VA_ARGS__, NULL })
+	child_start(&m->c, uid,					\
+		    (const char *[]){ MISTAKES, __VA_ARGS__, NULL })
 
 /* Read what child @m says until the line @want; "site X ADDR" is kept. */
 static void __mistakes_wait(struct __test_metadata *_metadata,
@@ -269,9 +183,9 @@ static void __mistakes_wait(struct __test_metadata *_metadata,
 	unsigned long addr;
 
 	for (;;) {
-		ASSERT_NE(NULL, fgets(line, sizeof(line), m->out)) {
+		ASSERT_NE(NULL, fgets(line, sizeof(line), m->c.out)) {
 			TH_LOG(MISTAKES " %d ended before it said \"%s\"",
-			       m->pid, want);
+			       m->c.pid, want);
 		}
 		line[strcspn(line, "\n")] = '\0';
 		if (!strcmp(line, want))
@@ -285,27 +199,9 @@ static void __mistakes_wait(struct __test_metadata *_metadata,
 }
 #define mistakes_wait(m, want) __mistakes_wait(_metadata, m, want)
 
-/* Close child @m's stdin (or send @sig) and reap it: its wait status. */
-static int mistakes_finish(struct mistakes *m, int sig)
-{
-	int status = -1;
-
-	if (m->pid <= 0)
-		return status;
-	if (sig)
-		kill(m->pid, sig);
-	close(m->in);
-	waitpid(m->pid, &status, 0);
-	if (m->out)
-		fclose(m->out);
-	m->out = NULL;
-	m->pid = 0;
-	return status;
-}
-
 #define mistakes_exit_ok(m)						\
 	do {								\
-		int __status = mistakes_finish(m, 0);			\
+		int __status = child_finish(&(m)->c, 0);		\
 									\
 		ASSERT_TRUE(WIFEXITED(__status) && !WEXITSTATUS(__status)) { \
 			TH_LOG(MISTAKES ": wait status %#x", __status);	\
@@ -337,7 +233,7 @@ static void __test_teardown(struct __test_metadata *_metadata,
 	int i;
 
 	for (i = 0; i < MAX_CHILDREN; i++)
-		mistakes_finish(&t->kids[i], SIGKILL);
+		child_finish(&t->kids[i].c, SIGKILL);
 	fixture_close(&t->f);
 	if (t->thp_saved[0])
 		EXPECT_EQ(0, mrpin_write_file(THP_ENABLED, t->thp_saved));

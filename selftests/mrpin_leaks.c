@@ -74,7 +74,7 @@ TEST_F_TIMEOUT(leak_at_exit, program_exiting_with_100_live_mrs_is_a_leak_of_100,
 	leak_row(MISTAKES, variant->uid ? 0 : USER_UID, &other);
 	mistakes_start(m, variant->uid, "leak-exit", "100");
 	mistakes_wait(m, "ready");
-	pid = m->pid;
+	pid = m->c.pid;
 	proc_row(pid, &proc);
 	EXPECT_EQ(100ULL, (unsigned long long)proc.pins);
 	EXPECT_EQ(variant->uid, proc.uid);
@@ -152,7 +152,7 @@ TEST_F(leak_at_close, device_file_dropped_with_live_mrs_is_a_leak)
 	mistakes_start(m, 0, "leak-close", variant->how, "10");
 	mistakes_wait(m, "closed");
 	t1 = realtime_ns();
-	pid = m->pid;
+	pid = m->c.pid;
 
 	proc_row(pid, &proc);
 	EXPECT_EQ(1ULL, (unsigned long long)proc.pins);
@@ -198,7 +198,7 @@ TEST_F(lifetime, explicit_deregistration_is_not_a_leak)
 
 	mistakes_start(m, 0, "dereg", "10");
 	mistakes_wait(m, "ready");
-	pid = m->pid;
+	pid = m->c.pid;
 	proc_row(pid, &proc);
 	EXPECT_EQ(1ULL, (unsigned long long)proc.pins);
 	EXPECT_EQ(11ULL, (unsigned long long)proc.registrations);
@@ -493,15 +493,15 @@ TEST_F(lifetime, callsites_name_the_function_that_registered)
 	ASSERT_NE(0UL, (unsigned long)m->site[0]);
 	ASSERT_NE(0UL, (unsigned long)m->site[1]);
 
-	n = callsites_of(m->pid, rows, 4);
+	n = callsites_of(m->c.pid, rows, 4);
 	EXPECT_EQ(2, n) {
 		TH_LOG("%d callsites lines for pid %d, expected 2 (one per function)",
-		       n, m->pid);
+		       n, m->c.pid);
 	}
 	for (i = 0; i < n && i < 4; i++) {
 		/* The 3 MRs of reg_site_a, the 2 of reg_site_b. */
 		site = rows[i].pins == 3 ? 0 : 1;
-		TH_LOG("pid %d: %llu pins from site %c (%#lx): %s", m->pid,
+		TH_LOG("pid %d: %llu pins from site %c (%#lx): %s", m->c.pid,
 		       (unsigned long long)rows[i].pins, 'a' + site,
 		       (unsigned long)m->site[site], rows[i].frames);
 		EXPECT_STREQ(MISTAKES, rows[i].comm);
@@ -516,14 +516,14 @@ TEST_F(lifetime, callsites_name_the_function_that_registered)
 		}
 		EXPECT_GE(MAX_FRAMES, k);
 		/* The syscall's IP, in libc. */
-		EXPECT_EQ(0, mapping_of(m->pid, frames[0], &map));
+		EXPECT_EQ(0, mapping_of(m->c.pid, frames[0], &map));
 		EXPECT_NE(NULL, strstr(map.path, "libc")) {
 			TH_LOG("first frame %#lx is in \"%s\", not libc",
 			       (unsigned long)frames[0], map.path);
 		}
 		in_site[0] = in_site[1] = 0;
 		for (j = 0; j < k; j++) {
-			if (mapping_of(m->pid, frames[j], &map)) {
+			if (mapping_of(m->c.pid, frames[j], &map)) {
 				EXPECT_TRUE(false) {
 					TH_LOG("frame %#lx is in no mapping",
 					       (unsigned long)frames[j]);
@@ -557,11 +557,11 @@ TEST_F(lifetime, callsites_name_the_function_that_registered)
 	set_limits("global callsites=off\n");
 	mistakes_start(off, 0, "callsites", "1", "1");
 	mistakes_wait(off, "ready");
-	EXPECT_EQ(0, callsites_of(off->pid, rows, 4));
-	EXPECT_EQ(n, callsites_of(m->pid, rows, 4));
+	EXPECT_EQ(0, callsites_of(off->c.pid, rows, 4));
+	EXPECT_EQ(n, callsites_of(m->c.pid, rows, 4));
 	mistakes_exit_ok(off);
 	mistakes_exit_ok(m);
-	EXPECT_EQ(0, callsites_of(m->pid, rows, 4));
+	EXPECT_EQ(0, callsites_of(m->c.pid, rows, 4));
 }
 
 MRPIN_TEST_MAIN(MRPIN_DEBUGFS "/leaks", "no diagnostics in this mrpin")

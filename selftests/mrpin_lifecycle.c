@@ -44,7 +44,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 
 /* MRs of random sizes: up to MAX_MR bytes, anywhere in the first page. */
 #define MAX_MR		(256 * KiB)

@@ -16,12 +16,10 @@
 
 #include "mrpin_test.h"
 
-#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 
 #define TRACING		"/sys/kernel/tracing"
 #define CG_TOP		"/mrpin_t"
@@ -67,21 +65,13 @@ static void __check_refusal_logged(struct __test_metadata *_metadata,
 static void __check_holder(struct __test_metadata *_metadata, pid_t pid,
 			   uint64_t pins, uint64_t bytes, uint64_t denials)
 {
-	const struct mrpin_proc_row *p;
-	struct mrpin_proc_row *procs;
+	struct mrpin_proc_row p;
 	uint64_t vmpin;
-	int n;
 
-	n = mrpin_read_procs(&procs);
-	ASSERT_LE(0, n);
-	p = mrpin_find_proc(procs, n, pid);
-	ASSERT_NE(NULL, p) {
-		TH_LOG("pid %d has no line in procs", pid);
-	}
-	EXPECT_EQ(pins, p->pins);
-	EXPECT_EQ(bytes, p->pinned_bytes);
-	EXPECT_EQ(denials, p->denials);
-	free(procs);
+	proc_row(pid, &p);
+	EXPECT_EQ(pins, p.pins);
+	EXPECT_EQ(bytes, p.pinned_bytes);
+	EXPECT_EQ(denials, p.denials);
 	ASSERT_EQ(0, mrpin_vmpin(pid, &vmpin));
 	EXPECT_EQ(bytes, vmpin);
 }

@@ -33,7 +33,6 @@
  */
 #include "mrpin_test.h"
 
-#include <libgen.h>
 
 #define CORPUS		"mrpin_limits_bad.txt"
 #define CORPUS_MIN	200

@@ -22,7 +22,6 @@
 #include <dirent.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 
 #define CHUNK		(32UL << 20)	/* one registration */
 #define HOG_STEP	(8UL << 20)	/* the hog's allocation step */

@@ -30,6 +30,10 @@
 
 #include "mrpin_utils.h"
 
+#include <grp.h>
+#include <libgen.h>
+#include <sys/wait.h>
+
 /* A value a check leaves open: not compared. */
 #define MRPIN_ANY	UINT64_MAX
 
@@ -529,6 +533,70 @@ static inline void __check_stats_back(struct __test_metadata *_metadata,
 }
 #define check_stats_back(start) __check_stats_back(_metadata, start)
 
+/*
+ * `stats` went from @before to @after by @pins live pins of @bytes (fewer
+ * where negative), with @made pins made and @released released in between,
+ * and no release went untracked.
+ */
+static inline void __check_stats_moved(struct __test_metadata *_metadata,
+				       const struct mrpin_stats *before,
+				       const struct mrpin_stats *after,
+				       int64_t pins, int64_t bytes,
+				       uint64_t made, uint64_t released)
+{
+	EXPECT_EQ(before->pins + pins, after->pins);
+	EXPECT_EQ(before->pinned_bytes + bytes, after->pinned_bytes);
+	EXPECT_EQ(before->pins_total + made, after->pins_total);
+	EXPECT_EQ(before->releases_total + released, after->releases_total);
+	EXPECT_EQ(before->untracked_releases_total,
+		  after->untracked_releases_total);
+}
+#define check_stats_moved(before, after, pins, bytes, made, released)	\
+	__check_stats_moved(_metadata, before, after, pins, bytes, made,	\
+			    released)
+
+/* The `procs` line of @pid in *@row: whether there is one. */
+static inline bool __proc_row(struct __test_metadata *_metadata, pid_t pid,
+			      struct mrpin_proc_row *row)
+{
+	const struct mrpin_proc_row *p;
+	struct mrpin_proc_row *rows;
+	int n;
+
+	n = mrpin_read_procs(&rows);
+	ASSERT_LE(0, n) {
+		TH_LOG("procs: %s", strerror(-n));
+	}
+	p = mrpin_find_proc(rows, n, pid);
+	if (p)
+		*row = *p;
+	free(rows);
+	return p;
+}
+#define proc_row(pid, row)						\
+	ASSERT_TRUE(__proc_row(_metadata, pid, row)) {			\
+		TH_LOG("pid %d has no line in procs", (int)(pid));	\
+	}
+
+/* The line of device @name in `devices`. */
+static inline void __dev_row(struct __test_metadata *_metadata,
+			     const char *name, struct mrpin_dev_row *row)
+{
+	const struct mrpin_dev_row *d;
+	struct mrpin_dev_row *rows;
+	int n;
+
+	n = mrpin_read_devices(&rows);
+	ASSERT_LE(0, n);
+	d = mrpin_find_dev(rows, n, name);
+	ASSERT_NE(NULL, d) {
+		TH_LOG("%s has no line in devices", name);
+	}
+	*row = *d;
+	free(rows);
+}
+#define dev_row(name, row) __dev_row(_metadata, name, row)
+
 /* What every fixture of a test that registers in this process holds. */
 struct mrpin_fixture {
 	struct ibv_context *ctx;
@@ -597,6 +665,76 @@ static inline void __fixture_check(struct __test_metadata *_metadata,
 	f->kmsg = -1;
 }
 #define fixture_check(f) __fixture_check(_metadata, f)
+
+/*
+ * A helper program of this suite (mrpin_pinner, mrpin_mistakes), run as a
+ * child of the test and driven through its stdin and stdout.
+ */
+struct mrpin_child {
+	pid_t pid;
+	int in;		/* its stdin: EOF lets it finish */
+	FILE *out;	/* its stdout */
+};
+
+/* Start program @argv[0], next to this one, as @uid (0: as root). */
+static inline void __child_start(struct __test_metadata *_metadata,
+				 struct mrpin_child *c, uid_t uid,
+				 const char **argv)
+{
+	char exe[PATH_MAX], path[PATH_MAX + 32];
+	int in[2], out[2];
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ASSERT_LT(0, n);
+	exe[n] = '\0';
+	snprintf(path, sizeof(path), "%s/%s", dirname(exe), argv[0]);
+	ASSERT_EQ(0, access(path, X_OK)) {
+		TH_LOG("%s: %s", path, strerror(errno));
+	}
+	ASSERT_EQ(0, pipe2(in, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(out, O_CLOEXEC));
+	fflush(stdout);
+	fflush(stderr);
+	c->pid = fork();
+	ASSERT_LE(0, c->pid);
+	if (!c->pid) {
+		if (uid && (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
+			    setresuid(uid, uid, uid)))
+			_exit(126);
+		dup2(in[0], STDIN_FILENO);
+		dup2(out[1], STDOUT_FILENO);
+		execv(path, (char **)argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	c->in = in[1];
+	c->out = fdopen(out[0], "r");
+	ASSERT_NE(NULL, c->out);
+}
+#define child_start(c, uid, ...) __child_start(_metadata, c, uid, __VA_ARGS__)
+
+/*
+ * Send @sig to child @c (0: close its stdin, to let it finish), reap it
+ * and return its wait status (-1 when there is none).
+ */
+static inline int child_finish(struct mrpin_child *c, int sig)
+{
+	int status = -1;
+
+	if (c->pid <= 0)
+		return status;
+	if (sig)
+		kill(c->pid, sig);
+	close(c->in);
+	waitpid(c->pid, &status, 0);
+	if (c->out)
+		fclose(c->out);
+	c->out = NULL;
+	c->pid = 0;
+	return status;
+}
 
 /*
  * The main() of a test program: nothing to test without mrpin (with the
