@@ -15,6 +15,20 @@
 
 #define EVENTS_RING	1024
 
+/* A non-blocking reader of `events` that has read every event so far. */
+static int __events_reader(struct __test_metadata *_metadata)
+{
+	char *text;
+	int fd;
+
+	fd = open(MRPIN_EVENTS_FILE, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, mrpin_read_available(fd, &text, NULL));
+	free(text);
+	return fd;
+}
+#define events_reader() __events_reader(_metadata)
+
 FIXTURE(events) {
 	struct limits_test t;
 };
@@ -45,10 +59,7 @@ TEST_F(events, nonblocking_events_reader_gets_EAGAIN_until_poll_reports_a_denial
 
 	buf = map_buf(2 * PAGE);
 	set_limits("process max_pin_size=4K\n");
-	fd = open(MRPIN_EVENTS_FILE, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, mrpin_read_available(fd, &text, NULL));
-	free(text);
+	fd = events_reader();
 	n = read(fd, tmp, sizeof(tmp));
 	EXPECT_EQ(-1, n);
 	EXPECT_EQ(EAGAIN, errno);
@@ -185,10 +196,7 @@ TEST_F_TIMEOUT(events, events_reader_that_fell_behind_is_told_how_many_it_lost, 
 
 	buf = map_buf(2 * PAGE);
 	set_limits("process max_pin_size=4K\n");
-	fd = open(MRPIN_EVENTS_FILE, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, mrpin_read_available(fd, &text, NULL));
-	free(text);
+	fd = events_reader();
 	from = next_seq();
 
 	for (i = 0; i < total; i++) {

@@ -364,6 +364,31 @@ static void write_line(int fd, const char *line)
 }
 
 /*
+ * Fork a child that talks with the test over two pipes: *@in reads what
+ * the other side writes to *@out.  The child's pid in the test, 0 in the
+ * child.
+ */
+static pid_t __fork_talking(struct __test_metadata *_metadata, int *in,
+			    int *out)
+{
+	int to_child[2], to_parent[2];
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe2(to_child, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(to_parent, O_CLOEXEC));
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	close(pid ? to_child[0] : to_child[1]);
+	close(pid ? to_parent[1] : to_parent[0]);
+	*in = pid ? to_parent[0] : to_child[0];
+	*out = pid ? to_child[1] : to_parent[1];
+	return pid;
+}
+#define fork_talking(in, out) __fork_talking(_metadata, in, out)
+
+/*
  * The tests pin in children only: the fixture has no device, starts and
  * ends with nothing pinned, and mrpin logs nothing in between.
  */
@@ -619,13 +644,12 @@ TEST_F(lifecycle, fork_child_inherits_no_pins)
 		size_t length;
 	} own[] = { { 0, 4 * KiB }, { 100, 64 * KiB }, { 0, MiB } };
 	uint64_t own_bytes = 0, child_bytes, vmpin, ids[8], ids_now[8];
-	const struct mrpin_proc_row *p;
-	struct mrpin_proc_row *procs, row_before, row;
+	struct mrpin_proc_row row_before, row;
 	struct mrpin_pin_row pin;
 	struct ibv_context *ctx;
 	struct ibv_mr *mr[3];
 	uint64_t start, length;
-	int to_child[2], to_parent[2], status, n, i;
+	int in, out, status, i;
 	struct ibv_pd *pd;
 	char line[128];
 	pid_t pid;
@@ -647,29 +671,17 @@ TEST_F(lifecycle, fork_child_inherits_no_pins)
 	}
 	check_proc(getpid(), 3, own_bytes);
 	ASSERT_EQ(3, pin_ids_of(getpid(), ids, 8));
-	n = mrpin_read_procs(&procs);
-	ASSERT_LE(0, n);
-	p = mrpin_find_proc(procs, n, getpid());
-	ASSERT_NE(NULL, p);
-	row_before = *p;
-	free(procs);
+	proc_row(getpid(), &row_before);
 
-	ASSERT_EQ(0, pipe2(to_child, O_CLOEXEC));
-	ASSERT_EQ(0, pipe2(to_parent, O_CLOEXEC));
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	ASSERT_LE(0, pid);
+	pid = fork_talking(&in, &out);
 	if (!pid) {
 		struct ibv_context *cctx;
 		struct ibv_pd *cpd;
 		struct ibv_mr *cmr;
 		char *cbuf;
 
-		close(to_child[1]);
-		close(to_parent[0]);
-		write_line(to_parent[1], "forked\n");
-		if (read_line(to_child[0], line, sizeof(line)) ||
+		write_line(out, "forked\n");
+		if (read_line(in, line, sizeof(line)) ||
 		    strcmp(line, "reg"))
 			_exit(1);
 		cctx = mrpin_open_dev(mrpin_dev_name());
@@ -683,17 +695,15 @@ TEST_F(lifecycle, fork_child_inherits_no_pins)
 			_exit(1);
 		snprintf(line, sizeof(line), "mr %" PRIuPTR " %zu\n",
 			 (uintptr_t)cmr->addr, cmr->length);
-		write_line(to_parent[1], line);
+		write_line(out, line);
 		/* Exit with its MR registered when the parent says so. */
-		while (read(to_child[0], line, sizeof(line)) > 0)
+		while (read(in, line, sizeof(line)) > 0)
 			;
 		_exit(0);
 	}
-	close(to_child[0]);
-	close(to_parent[1]);
 
 	/* Just forked: nothing of the parent's is the child's. */
-	ASSERT_EQ(0, read_line(to_parent[0], line, sizeof(line)));
+	ASSERT_EQ(0, read_line(in, line, sizeof(line)));
 	ASSERT_STREQ("forked", line);
 	ASSERT_EQ(0, mrpin_vmpin(pid, &vmpin));
 	EXPECT_EQ(0ULL, vmpin);
@@ -703,8 +713,8 @@ TEST_F(lifecycle, fork_child_inherits_no_pins)
 	EXPECT_EQ(0, memcmp(ids, ids_now, 3 * sizeof(ids[0])));
 
 	/* The child's own MR: charged to it, not to its parent. */
-	write_line(to_child[1], "reg\n");
-	ASSERT_EQ(0, read_line(to_parent[0], line, sizeof(line))) {
+	write_line(out, "reg\n");
+	ASSERT_EQ(0, read_line(in, line, sizeof(line))) {
 		TH_LOG("the child could not register");
 	}
 	ASSERT_EQ(2, sscanf(line, "mr %" SCNu64 " %" SCNu64, &start,
@@ -720,22 +730,17 @@ TEST_F(lifecycle, fork_child_inherits_no_pins)
 	check_proc(getpid(), 3, own_bytes);
 	EXPECT_EQ(3, pin_ids_of(getpid(), ids_now, 8));
 	EXPECT_EQ(0, memcmp(ids, ids_now, 3 * sizeof(ids[0])));
-	n = mrpin_read_procs(&procs);
-	ASSERT_LE(0, n);
-	p = mrpin_find_proc(procs, n, getpid());
-	ASSERT_NE(NULL, p);
-	row = *p;
-	free(procs);
+	proc_row(getpid(), &row);
 	EXPECT_EQ(row_before.pins, row.pins);
 	EXPECT_EQ(row_before.pinned_bytes, row.pinned_bytes);
 	EXPECT_EQ(row_before.peak_bytes, row.peak_bytes);
 	EXPECT_EQ(row_before.vm_pinned_bytes, row.vm_pinned_bytes);
 
 	/* The child exits with its MR and the parent's device file. */
-	close(to_child[1]);
+	close(out);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
-	close(to_parent[0]);
+	close(in);
 	check_no_trace(pid);
 	check_proc(getpid(), 3, own_bytes);
 	EXPECT_EQ(3, pin_ids_of(getpid(), ids_now, 8));
@@ -834,45 +839,38 @@ TEST_F(exec, live_mrs_go_with_the_device_file)
 	struct mrpin_leak_row leak_before, leak_after;
 	struct mrpin_stats before, after;
 	uint64_t start, length, bytes = 0, vmpin;
-	int to_child[2], to_parent[2], status, i, n, cloexec, pins, procs;
+	int in, out, status, i, n, cloexec, pins, procs;
 	char line[128], comm[64];
 	pid_t pid;
 
-	ASSERT_EQ(0, pipe2(to_child, O_CLOEXEC));
-	ASSERT_EQ(0, pipe2(to_parent, O_CLOEXEC));
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	ASSERT_LE(0, pid);
+	pid = fork_talking(&in, &out);
 	if (!pid) {
-		dup2(to_child[0], STDIN_FILENO);
-		dup2(to_parent[1], STDOUT_FILENO);
+		dup2(in, STDIN_FILENO);
+		dup2(out, STDOUT_FILENO);
 		execer_child(variant->keep_file);
 	}
-	close(to_child[0]);
-	close(to_parent[1]);
 	for (i = 0; i < EXEC_MRS; i++) {
-		ASSERT_EQ(0, read_line(to_parent[0], line, sizeof(line))) {
+		ASSERT_EQ(0, read_line(in, line, sizeof(line))) {
 			TH_LOG("the child could not register");
 		}
 		ASSERT_EQ(2, sscanf(line, "mr %" SCNu64 " %" SCNu64, &start,
 				    &length));
 		bytes += mrpin_span_bytes(start, length);
 	}
-	ASSERT_EQ(0, read_line(to_parent[0], line, sizeof(line)));
+	ASSERT_EQ(0, read_line(in, line, sizeof(line)));
 	n = sscanf(line, "cloexec %d", &cloexec);
 	ASSERT_EQ(1, n);
 	EXPECT_EQ(1, cloexec) {
 		TH_LOG("rdma-core opened the device file without O_CLOEXEC");
 	}
-	ASSERT_EQ(0, read_line(to_parent[0], line, sizeof(line)));
+	ASSERT_EQ(0, read_line(in, line, sizeof(line)));
 	ASSERT_STREQ("ready", line);
 	check_proc(pid, EXEC_MRS, bytes);
 	read_stats(&before);
 	leak_of(EXECER_COMM, &leak_before);
 
-	write_line(to_child[1], "exec\n");
-	ASSERT_EQ(0, read_line(to_parent[0], line, sizeof(line)));
+	write_line(out, "exec\n");
+	ASSERT_EQ(0, read_line(in, line, sizeof(line)));
 	n = sscanf(line, "after-exec vmpin %" SCNu64 " pins %d procs %d",
 		   &vmpin, &pins, &procs);
 	ASSERT_EQ(3, n) {
@@ -909,12 +907,12 @@ TEST_F(exec, live_mrs_go_with_the_device_file)
 	EXPECT_EQ(before.untracked_releases_total,
 		  after.untracked_releases_total);
 
-	close(to_child[1]);
+	close(out);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) {
 		TH_LOG("wait status %#x", status);
 	}
-	close(to_parent[0]);
+	close(in);
 	check_no_trace(pid);
 	read_stats(&after);
 	EXPECT_EQ(before.pins - EXEC_MRS, after.pins);

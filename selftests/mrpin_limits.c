@@ -225,23 +225,6 @@ FIXTURE_TEARDOWN(limits)
 	test_teardown(&self->t);
 }
 
-
-static int read_capeff(uint64_t *caps)
-{
-	char *buf, *line;
-	int ret;
-
-	ret = mrpin_read_file("/proc/self/status", &buf);
-	if (ret)
-		return ret;
-	line = strstr(buf, "\nCapEff:");
-	ret = -EPROTO;
-	if (line && sscanf(line, "\nCapEff: %" SCNx64, caps) == 1)
-		ret = 0;
-	free(buf);
-	return ret;
-}
-
 /*
  * 2. mrpin's limits hold for root with CAP_IPC_LOCK and no RLIMIT_MEMLOCK,
  * whom the kernel's own check lets through.
@@ -258,7 +241,8 @@ TEST_F(limits, root_with_cap_ipc_lock_and_no_memlock_limit_is_still_refused)
 
 	ASSERT_EQ(0, getrlimit(RLIMIT_MEMLOCK, &rl));
 	ASSERT_EQ(RLIM_INFINITY, rl.rlim_cur);
-	ASSERT_EQ(0, read_capeff(&caps));
+	ASSERT_EQ(0, mrpin_proc_field("/proc/self/status", "CapEff", true,
+				      &caps));
 	ASSERT_NE(0ULL, (unsigned long long)(caps & (1ULL << CAP_IPC_LOCK))) {
 		TH_LOG("no CAP_IPC_LOCK: CapEff %llx", (unsigned long long)caps);
 	}
@@ -285,25 +269,6 @@ TEST_F(limits, root_with_cap_ipc_lock_and_no_memlock_limit_is_still_refused)
 	munmap(buf, MiB + PAGE);
 }
 
-static int memtotal_bytes(uint64_t *bytes)
-{
-	char *buf, *line;
-	uint64_t kib;
-	int ret;
-
-	ret = mrpin_read_file("/proc/meminfo", &buf);
-	if (ret)
-		return ret;
-	line = strstr(buf, "MemTotal:");
-	ret = -EPROTO;
-	if (line && sscanf(line, "MemTotal: %" SCNu64 " kB", &kib) == 1) {
-		*bytes = kib * 1024;
-		ret = 0;
-	}
-	free(buf);
-	return ret;
-}
-
 /* 3. max_pinned=1% is 1% of the machine's RAM (MemTotal, within 2 MiB). */
 TEST_F(limits, percentage_limit_is_that_share_of_ram)
 {
@@ -314,7 +279,7 @@ TEST_F(limits, percentage_limit_is_that_share_of_ram)
 	struct mrpin_events e;
 	char *buf;
 
-	ASSERT_EQ(0, memtotal_bytes(&ram));
+	ASSERT_EQ(0, mrpin_proc_field("/proc/meminfo", "MemTotal", false, &ram));
 	share = ram / 100;
 	ASSERT_LT(8 * MiB, share);
 	under = (share - 3 * MiB) & ~(PAGE - 1);

@@ -58,33 +58,29 @@ static int kmsg_scan(int fd, const char *what, int *problems)
 		"UBSAN", "refcount_t:", "corruption", "stack-protector",
 		"soft lockup",
 	};
-	char rec[8192], *msg;
+	char *log, *line, *save;
 	int hits = 0;
 	size_t i;
-	ssize_t n;
 
-	for (;;) {
-		n = read(fd, rec, sizeof(rec) - 1);
-		if (n < 0 && errno == EPIPE)
-			continue;
-		if (n <= 0)
-			break;
-		rec[n] = '\0';
-		msg = strchr(rec, ';');
-		if (!msg)
-			continue;
-		msg++;
-		if (what && strstr(msg, what))
+	log = mrpin_kmsg_read(fd);
+	if (!log) {
+		(*problems)++;
+		ksft_print_msg("kernel log: cannot read it\n");
+		return 0;
+	}
+	for (line = strtok_r(log, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (what && strstr(line, what))
 			hits++;
 		for (i = 0; i < MRPIN_ARRAY_SIZE(bad); i++) {
-			if (!strstr(msg, bad[i]))
+			if (!strstr(line, bad[i]))
 				continue;
 			(*problems)++;
-			ksft_print_msg("kernel log: %.*s\n",
-				       (int)strcspn(msg, "\n"), msg);
+			ksft_print_msg("kernel log: %s\n", line);
 			break;
 		}
 	}
+	free(log);
 	return hits;
 }
 

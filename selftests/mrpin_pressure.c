@@ -144,16 +144,9 @@ static long long reclaim_scans(void)
 /* A line of /proc/meminfo, in bytes, or 0. */
 static uint64_t meminfo(const char *key)
 {
-	unsigned long long kib = 0;
-	char *buf, *line;
+	uint64_t bytes;
 
-	if (mrpin_read_file("/proc/meminfo", &buf))
-		return 0;
-	line = strstr(buf, key);
-	if (line)
-		sscanf(line + strlen(key), ": %llu kB", &kib);
-	free(buf);
-	return kib * 1024;
+	return mrpin_proc_field("/proc/meminfo", key, false, &bytes) ? 0 : bytes;
 }
 
 static uint64_t pinned_now(void)

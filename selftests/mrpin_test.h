@@ -110,10 +110,8 @@ static inline void *__map_buf(struct __test_metadata *_metadata, size_t len)
 {
 	void *buf;
 
-	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, buf);
-	memset(buf, 0x5a, len);
+	buf = mrpin_map_touched(len);
+	ASSERT_NE(NULL, buf);
 	return buf;
 }
 #define map_buf(len) __map_buf(_metadata, len)

@@ -655,27 +655,52 @@ static inline int mrpin_pins_of(struct mrpin_pin_row *rows, int n, pid_t pid)
 }
 
 /*
+ * The number of line "@key:" of the /proc file @path in *@val: decimal,
+ * or hexadecimal with @hex; a number in kB is turned into bytes.
+ * Return: 0, -EPROTO when the line is missing, or a negative errno.
+ */
+static inline int mrpin_proc_field(const char *path, const char *key,
+				   bool hex, uint64_t *val)
+{
+	size_t klen = strlen(key);
+	char *buf, *line, *end;
+	int ret;
+
+	ret = mrpin_read_file(path, &buf);
+	if (ret)
+		return ret;
+	line = buf;
+	while (line && (strncmp(line, key, klen) || line[klen] != ':')) {
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+	ret = -EPROTO;
+	if (line) {
+		errno = 0;
+		*val = strtoull(line + klen + 1, &end, hex ? 16 : 10);
+		if (!errno && end != line + klen + 1) {
+			if (!strncmp(end, " kB", 3))
+				*val *= 1024;
+			ret = 0;
+		}
+	}
+	free(buf);
+	return ret;
+}
+
+/*
  * VmPin of process @pid in bytes (mm->pinned_vm): 0 or a negative errno
  * (-ESRCH when the process or its mm is gone).
  */
 static inline int mrpin_vmpin(pid_t pid, uint64_t *bytes)
 {
-	char path[64], *buf, *line;
-	uint64_t kib;
+	char path[64];
 	int ret;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	ret = mrpin_read_file(path, &buf);
-	if (ret)
-		return ret == -ENOENT ? -ESRCH : ret;
-	line = strstr(buf, "\nVmPin:");
-	ret = -ESRCH;
-	if (line && sscanf(line, "\nVmPin: %" SCNu64 " kB", &kib) == 1) {
-		*bytes = kib * 1024;
-		ret = 0;
-	}
-	free(buf);
-	return ret;
+	ret = mrpin_proc_field(path, "VmPin", false, bytes);
+	return ret == -ENOENT || ret == -EPROTO ? -ESRCH : ret;
 }
 
 /* The comm of process @pid, as the kernel keeps it. */
@@ -1020,6 +1045,54 @@ static inline int mrpin_parse_event(char *line, struct mrpin_event *ev)
 		return -EPROTO;
 	ev->pid = pid;
 	return 0;
+}
+
+/*
+ * For the helper programs the tests drive (mrpin_pinner, mrpin_mistakes,
+ * mrpin_misuse): say that @what failed, with errno, as program @prog, and
+ * exit 1.
+ */
+static inline void __attribute__((noreturn))
+mrpin_die(const char *prog, const char *what)
+{
+	fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(errno));
+	exit(1);
+}
+
+/* A page-aligned anonymous buffer of @len bytes, touched; NULL if none. */
+static inline void *mrpin_map_touched(size_t len)
+{
+	void *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (buf == MAP_FAILED)
+		return NULL;
+	memset(buf, 0x5a, len);
+	return buf;
+}
+
+/* A PD on device @dev (opened in *@ctx), or mrpin_die(). */
+static inline struct ibv_pd *mrpin_open_pd(const char *prog, const char *dev,
+					   struct ibv_context **ctx)
+{
+	struct ibv_pd *pd;
+
+	*ctx = mrpin_open_dev(dev);
+	if (!*ctx)
+		mrpin_die(prog, dev);
+	pd = ibv_alloc_pd(*ctx);
+	if (!pd)
+		mrpin_die(prog, "ibv_alloc_pd");
+	return pd;
+}
+
+/* Wait until the test closes this program's stdin. */
+static inline void mrpin_wait_eof(void)
+{
+	char buf[64];
+
+	while (read(STDIN_FILENO, buf, sizeof(buf)) > 0)
+		;
 }
 
 /*
