@@ -16,8 +16,8 @@
  * no problem.  check_nothing_left() is the stronger check for a machine
  * where nothing was pinned before: no line in any table.
  *
- * Include this file first: it brings kselftest_harness.h and
- * mrpin_utils.h.
+ * Include this file first: it brings kselftest_harness.h, mrpin_utils.h
+ * and mrpin_tables.h.
  */
 #ifndef __MRPIN_TEST_H
 #define __MRPIN_TEST_H
@@ -28,7 +28,7 @@
 #include "kselftest_harness.h"
 #pragma GCC diagnostic pop
 
-#include "mrpin_utils.h"
+#include "mrpin_tables.h"
 
 #include <grp.h>
 #include <libgen.h>
