@@ -364,12 +364,6 @@ TEST_F_TIMEOUT(lifetime, idle_process_reg_per_s_falls_to_zero_and_long_lives_lan
 	munmap(buf, 3 * PAGE);
 }
 
-/*
- * 12. callsites: with callsites=on, the live pins of a program grouped by
- * the function that called ibv_reg_mr(): the syscall's IP in libc first,
- * then return addresses into executable file mappings, one of them inside
- * that function.  Pins made with callsites=off have none.
- */
 /* A line of `callsites`. */
 struct callsite_row {
 	pid_t pid;
@@ -391,6 +385,12 @@ static const struct mrpin_col callsite_cols[] = {
 	SITE_COL(frames, MRPIN_COL_STR),
 };
 
+/*
+ * 12. callsites: with callsites=on, the live pins of a program grouped by
+ * the function that called ibv_reg_mr(): the syscall's IP in libc first,
+ * then return addresses into executable file mappings, one of them inside
+ * that function.  Pins made with callsites=off have none.
+ */
 struct mapping {
 	uintptr_t start;
 	uintptr_t end;

@@ -5,11 +5,6 @@
  * another uid or in another cgroup, the fixture that kills them and removes
  * the test's cgroups, and the checks of a refusal's log line and of a
  * holder's line in `procs`.
- *
- * A helper is forked by the test, optionally enters a cgroup, sets
- * RLIMIT_MEMLOCK, drops to a uid, then opens the device itself and serves
- * requests on a SOCK_SEQPACKET socket until the test says quit or goes
- * away.  Its comm is the test program's.
  */
 #ifndef __MRPIN_LIMITS_H
 #define __MRPIN_LIMITS_H
