@@ -33,7 +33,7 @@
 #define LIFE_BUCKETS	24
 #define MAX_FRAMES	8
 
-static uint64_t realtime_ns(void)
+static inline uint64_t realtime_ns(void)
 {
 	struct timespec ts;
 
@@ -42,8 +42,8 @@ static uint64_t realtime_ns(void)
 }
 
 /* The `global` line of `limits`, without the newline. */
-static void __global_line(struct __test_metadata *_metadata, char *line,
-			  size_t size)
+static inline void __global_line(struct __test_metadata *_metadata, char *line,
+				 size_t size)
 {
 	char *buf, *pos;
 
@@ -60,9 +60,9 @@ static void __global_line(struct __test_metadata *_metadata, char *line,
 #define global_line(line, size) __global_line(_metadata, line, size)
 
 /* The `pins` line of @pid for [@start, +@length) in *@row. */
-static bool __pin_row(struct __test_metadata *_metadata, pid_t pid,
-		      uintptr_t start, uint64_t length,
-		      struct mrpin_pin_row *row)
+static inline bool __pin_row(struct __test_metadata *_metadata, pid_t pid,
+			     uintptr_t start, uint64_t length,
+			     struct mrpin_pin_row *row)
 {
 	struct mrpin_pin_row *rows;
 	bool found = false;
@@ -92,8 +92,9 @@ static bool __pin_row(struct __test_metadata *_metadata, pid_t pid,
 	}
 
 /* The `leaks` line of (@comm, @uid): its count and bytes (0 if none). */
-static void __leak_row(struct __test_metadata *_metadata, const char *comm,
-		       uint64_t uid, struct mrpin_leak_row *row)
+static inline void __leak_row(struct __test_metadata *_metadata,
+			      const char *comm, uint64_t uid,
+			      struct mrpin_leak_row *row)
 {
 	struct mrpin_leak_row *rows;
 	int n, i, found = 0;
@@ -118,7 +119,7 @@ static void __leak_row(struct __test_metadata *_metadata, const char *comm,
 #define leak_row(comm, uid, row) __leak_row(_metadata, comm, uid, row)
 
 /* The 24 buckets of a life_hist field. */
-static int parse_hist(const char *s, uint64_t *hist)
+static inline int parse_hist(const char *s, uint64_t *hist)
 {
 	char *end;
 	int i;
@@ -142,8 +143,8 @@ static int parse_hist(const char *s, uint64_t *hist)
 	}
 
 /* The first line of debugfs file @name, without the newline. */
-static void __header_of(struct __test_metadata *_metadata, const char *name,
-			char *line, size_t size)
+static inline void __header_of(struct __test_metadata *_metadata,
+			       const char *name, char *line, size_t size)
 {
 	char path[256], *buf;
 
@@ -157,7 +158,7 @@ static void __header_of(struct __test_metadata *_metadata, const char *name,
 }
 #define header_of(name, line, size) __header_of(_metadata, name, line, size)
 
-static bool ends_with(const char *s, const char *tail)
+static inline bool ends_with(const char *s, const char *tail)
 {
 	size_t n = strlen(s), m = strlen(tail);
 
@@ -176,8 +177,8 @@ struct mistakes {
 		    (const char *[]){ MISTAKES, __VA_ARGS__, NULL })
 
 /* Read what child @m says until the line @want; "site X ADDR" is kept. */
-static void __mistakes_wait(struct __test_metadata *_metadata,
-			    struct mistakes *m, const char *want)
+static inline void __mistakes_wait(struct __test_metadata *_metadata,
+				   struct mistakes *m, const char *want)
 {
 	char line[128], which;
 	unsigned long addr;
@@ -226,8 +227,8 @@ struct diag_test {
  * huge-page settings, and check that the totals are back where they were.
  * Only EXPECT_*() without handler blocks here (see mrpin_test.h).
  */
-static void __test_teardown(struct __test_metadata *_metadata,
-			    struct diag_test *t)
+static inline void __test_teardown(struct __test_metadata *_metadata,
+				   struct diag_test *t)
 {
 	char num[32];
 	int i;

@@ -26,11 +26,11 @@
  * (or warned): "mrpin: pid <pid> (<comm>) uid <uid>: refused <asked>
  * bytes: <scope> <key> in use <usage>, limit <limit>".
  */
-static void __check_refusal_logged(struct __test_metadata *_metadata,
-				   int kfd, bool warn, pid_t pid,
-				   uint64_t uid, const char *scope,
-				   const char *key, uint64_t asked,
-				   uint64_t usage, uint64_t limit)
+static inline void __check_refusal_logged(struct __test_metadata *_metadata,
+					  int kfd, bool warn, pid_t pid,
+					  uint64_t uid, const char *scope,
+					  const char *key, uint64_t asked,
+					  uint64_t usage, uint64_t limit)
 {
 	char comm[64], line[1024], suffix[64];
 
@@ -57,8 +57,9 @@ static void __check_refusal_logged(struct __test_metadata *_metadata,
  * and was refused @denials pins while it held some: its `procs` line and
  * its VmPin say so.
  */
-static void __check_holder(struct __test_metadata *_metadata, pid_t pid,
-			   uint64_t pins, uint64_t bytes, uint64_t denials)
+static inline void __check_holder(struct __test_metadata *_metadata, pid_t pid,
+				  uint64_t pins, uint64_t bytes,
+				  uint64_t denials)
 {
 	struct mrpin_proc_row p;
 	uint64_t vmpin;
@@ -138,7 +139,7 @@ struct race_thread {
 	int err;
 };
 
-static uint64_t rnd(uint64_t *s)
+static inline uint64_t rnd(uint64_t *s)
 {
 	*s ^= *s << 13;
 	*s ^= *s >> 7;
@@ -146,7 +147,7 @@ static uint64_t rnd(uint64_t *s)
 	return *s;
 }
 
-static void race_drop(struct race_thread *rt)
+static inline void race_drop(struct race_thread *rt)
 {
 	int i = rnd(&rt->seed) % rt->nheld;
 
@@ -162,7 +163,7 @@ static void race_drop(struct race_thread *rt)
  * takes longer to reach; RACE_MAX_S bounds it), dropping a random one
  * after each refusal; without, until the first refusal.
  */
-static void *race_loop(void *arg)
+static inline void *race_loop(void *arg)
 {
 	struct race_thread *rt = arg;
 	const struct helper_req *q = rt->req;
@@ -206,15 +207,15 @@ static void *race_loop(void *arg)
 	return NULL;
 }
 
-static void child_reply(int sock, const struct helper_resp *resp);
+static inline void child_reply(int sock, const struct helper_resp *resp);
 
 /*
  * Arm the racing threads, say so, and let them go when the test says go
  * (so that both helpers start together): the threads' totals in *@resp.
  */
-static void child_race(int sock, struct ibv_pd *pd,
-		       const struct helper_req *q, struct race_thread *rts,
-		       struct helper_resp *resp)
+static inline void child_race(int sock, struct ibv_pd *pd,
+			      const struct helper_req *q,
+			      struct race_thread *rts, struct helper_resp *resp)
 {
 	pthread_barrier_t start;
 	struct helper_req go;
@@ -269,14 +270,14 @@ static void child_race(int sock, struct ibv_pd *pd,
 	pthread_barrier_destroy(&start);
 }
 
-static void child_reply(int sock, const struct helper_resp *resp)
+static inline void child_reply(int sock, const struct helper_resp *resp)
 {
 	if (send(sock, resp, sizeof(*resp), MSG_NOSIGNAL) != sizeof(*resp))
 		_exit(1);
 }
 
 /* The helper process: never returns. */
-static void helper_main(int sock, const struct helper_cfg *cfg)
+static inline void helper_main(int sock, const struct helper_cfg *cfg)
 {
 	struct race_thread rts[RACE_THREADS] = { };
 	struct child_mr mrs[HELPER_MRS] = { };
@@ -384,7 +385,7 @@ fail:
 	_exit(1);
 }
 
-static int helper_send(struct helper *h, const struct helper_req *q)
+static inline int helper_send(struct helper *h, const struct helper_req *q)
 {
 	if (send(h->sock, q, sizeof(*q), MSG_NOSIGNAL) != sizeof(*q))
 		return errno ?: EPIPE;
@@ -392,7 +393,8 @@ static int helper_send(struct helper *h, const struct helper_req *q)
 }
 
 /* The next answer of helper @h within @ms: 0, ETIMEDOUT or EPIPE. */
-static int helper_recv(struct helper *h, struct helper_resp *resp, int ms)
+static inline int helper_recv(struct helper *h, struct helper_resp *resp,
+			      int ms)
 {
 	struct pollfd pfd = { h->sock, POLLIN, 0 };
 	ssize_t n;
@@ -403,8 +405,8 @@ static int helper_recv(struct helper *h, struct helper_resp *resp, int ms)
 	return n == sizeof(*resp) ? 0 : EPIPE;
 }
 
-static int helper_call(struct helper *h, const struct helper_req *q,
-		       struct helper_resp *resp)
+static inline int helper_call(struct helper *h, const struct helper_req *q,
+			      struct helper_resp *resp)
 {
 	int err = helper_send(h, q);
 
@@ -412,8 +414,8 @@ static int helper_call(struct helper *h, const struct helper_req *q,
 }
 
 /* Fork helper @h; 0, or an errno with the failed stage in *@stage. */
-static int helper_spawn(struct helper *h, const struct helper_cfg *cfg,
-			int *stage)
+static inline int helper_spawn(struct helper *h, const struct helper_cfg *cfg,
+			       int *stage)
 {
 	struct helper_resp resp;
 	int sv[2], err;
@@ -445,7 +447,7 @@ static int helper_spawn(struct helper *h, const struct helper_cfg *cfg,
 }
 
 /* Kill helper @h (its MRs go with it) and reap it. */
-static void helper_kill(struct helper *h)
+static inline void helper_kill(struct helper *h)
 {
 	if (h->pid <= 0)
 		return;
@@ -456,7 +458,7 @@ static void helper_kill(struct helper *h)
 }
 
 /* Let helper @h deregister everything and exit; 0 if it did. */
-static int helper_quit(struct helper *h)
+static inline int helper_quit(struct helper *h)
 {
 	struct helper_req q = { .op = HOP_QUIT };
 	struct helper_resp resp;
@@ -478,7 +480,8 @@ static int helper_quit(struct helper *h)
  * of its own: 0 with the MR's index in *@idx, or the errno.  A refusal
  * (ENOMEM) is a line in the kernel log.
  */
-static int helper_reg(struct helper *h, uint64_t len, uint64_t off, int *idx)
+static inline int helper_reg(struct helper *h, uint64_t len, uint64_t off,
+			     int *idx)
 {
 	struct helper_req q = { .op = HOP_REG, .len = len, .off = off };
 	struct helper_resp resp;
@@ -493,7 +496,7 @@ static int helper_reg(struct helper *h, uint64_t len, uint64_t off, int *idx)
 	return resp.err;
 }
 
-static int helper_dereg(struct helper *h, int idx)
+static inline int helper_dereg(struct helper *h, int idx)
 {
 	struct helper_req q = { .op = HOP_DEREG, .idx = idx };
 	struct helper_resp resp;
@@ -572,8 +575,8 @@ struct limits_test {
 };
 
 /* Make cgroup @cg (relative to the cgroup2 mount), removed at the end. */
-static void __mkcg(struct __test_metadata *_metadata, struct limits_test *t,
-		   const char *cg)
+static inline void __mkcg(struct __test_metadata *_metadata,
+			  struct limits_test *t, const char *cg)
 {
 	char path[PATH_MAX];
 
@@ -603,8 +606,8 @@ static void __mkcg(struct __test_metadata *_metadata, struct limits_test *t,
 #define test_setup(t) fixture_setup(&(t)->f)
 
 /* Only EXPECT_*() without handler blocks here (see mrpin_test.h). */
-static void __test_teardown(struct __test_metadata *_metadata,
-			    struct limits_test *t)
+static inline void __test_teardown(struct __test_metadata *_metadata,
+				   struct limits_test *t)
 {
 	int i;
 
