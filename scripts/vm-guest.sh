@@ -45,7 +45,7 @@ mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 # record every task's comm: patching those hot call sites while the other
 # vCPU runs them is where QEMU 7.2's multi-threaded TCG can keep running a
 # stale translation and stall that vCPU for good (seen once, as a soft
-# lockup in text_poke_bp() under mrpin_limits' tracepoint test).  The tests
+# lockup in text_poke_bp() under the tracepoint test, now mrpin_events').  The tests
 # match trace lines by pid, which the trace keeps without it.
 echo 0 >/sys/kernel/tracing/options/record-cmd 2>/dev/null
 mount -t cgroup2 cgroup2 /sys/fs/cgroup

@@ -160,7 +160,10 @@ mrpin_loaded() {
 	grep -q '^mrpin ' /proc/modules
 }
 
+# mrpin_load: load mrpin.ko unless it is loaded; skip the test where it is
+# not built (the tests that reload it need it either way).
 mrpin_load() {
+	require_built "$MRPIN_KO"
 	mrpin_loaded || insmod "$MRPIN_KO"
 }
 
@@ -225,6 +228,54 @@ mrpin_start_pinner() {
 	"$(dirname "${BASH_SOURCE[0]}")/mrpin_pinner" --hold "$@" >"$tmp/$name" 2>&1 &
 	pid=$!
 	mrpin_wait_ready "$pid" "$tmp/$name"
+}
+
+# mrpin_hold NAME PROGRAM ARGS...: PROGRAM in the background, holding its
+# MRs until mrpin_release NAME closes its stdin (a fifo, $tmp/NAME.in); its
+# output in $tmp/NAME.out, its pid in ${mrpin_pids[NAME]} once it said
+# "ready" (false, with its output as a diagnostic, if it did not in 30 s).
+declare -A mrpin_pids mrpin_fds
+mrpin_hold() {
+	local name=$1 fd
+
+	shift
+	mkfifo "$tmp/$name.in"
+	# Without the other holders' fifos, so that each gets its EOF.
+	(
+		for fd in "${mrpin_fds[@]}"; do
+			exec {fd}>&-
+		done
+		exec "$@" <"$tmp/$name.in" >"$tmp/$name.out" 2>&1
+	) &
+	mrpin_pids[$name]=$!
+	exec {fd}>"$tmp/$name.in"
+	mrpin_fds[$name]=$fd
+	for _ in $(seq 300); do
+		grep -q '^ready' "$tmp/$name.out" && return 0
+		sleep 0.1
+	done
+	ktap_diag "$name did not get ready: $(head -c 300 "$tmp/$name.out")"
+	return 1
+}
+
+# mrpin_release NAME: let NAME finish (EOF on its stdin) and wait for it.
+mrpin_release() {
+	local fd=${mrpin_fds[$1]}
+
+	exec {fd}>&-
+	wait "${mrpin_pids[$1]}"
+}
+
+# ktap_check_kmemleak: kmemleak (the debug kernel's) finds no object that
+# mrpin allocated and lost.
+ktap_check_kmemleak() {
+	local leaks
+
+	echo scan >/sys/kernel/debug/kmemleak
+	echo scan >/sys/kernel/debug/kmemleak
+	leaks=$(grep -c 'mrpin' /sys/kernel/debug/kmemleak)
+	ktap_diag "kmemleak: $leaks unreferenced objects allocated by mrpin"
+	ktap_check "kmemleak_finds_no_mrpin_object" test "$leaks" = 0
 }
 
 # The debug kernel (KASAN, lockdep, kmemleak).

@@ -38,25 +38,12 @@
  * (`mrpin_lifecycle --after-exec` is the exec test's program after exec.)
  */
 #define _GNU_SOURCE
-/* The 6.1 harness has an unused parameter: keep -Wextra quiet about it. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include "kselftest_harness.h"
-#pragma GCC diagnostic pop
+#include "mrpin_test.h"
 
-#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
-
-#include "mrpin_test.h"
-
-#define KiB		1024ULL
-#define MiB		(1024 * KiB)
-#define PAGE		4096ULL
 
 /* MRs of random sizes: up to MAX_MR bytes, anywhere in the first page. */
 #define MAX_MR		(256 * KiB)
@@ -298,57 +285,15 @@ static int after_exec_main(void)
 	return 0;
 }
 
-/* The rest of `stats` and the `leaks` table. */
-struct lc_stats {
-	uint64_t pins;
-	uint64_t pinned_bytes;
-	uint64_t pins_total;
-	uint64_t releases_total;
-	uint64_t untracked_releases_total;
-	uint64_t cleanup_releases_total;
-};
-
-#define LC_STAT(f) MRPIN_COL(struct lc_stats, f, MRPIN_COL_U64)
-
-static const struct mrpin_col lc_stat_keys[] = {
-	LC_STAT(pins),
-	LC_STAT(pinned_bytes),
-	LC_STAT(pins_total),
-	LC_STAT(releases_total),
-	LC_STAT(untracked_releases_total),
-	LC_STAT(cleanup_releases_total),
-};
-
-struct leak_row {
-	char comm[64];
-	uint64_t uid;
-	uint64_t count;
-	uint64_t bytes;
-};
-
-#define LEAK_COL(f, kind) MRPIN_COL(struct leak_row, f, kind)
-
-static const struct mrpin_col leak_cols[] = {
-	LEAK_COL(comm, MRPIN_COL_STR),
-	LEAK_COL(uid, MRPIN_COL_U64),
-	LEAK_COL(count, MRPIN_COL_U64),
-	LEAK_COL(bytes, MRPIN_COL_U64),
-};
-
-#define read_stats(s)							\
-	ASSERT_EQ(0, mrpin_read_keys(MRPIN_DEBUGFS "/stats", lc_stat_keys, \
-				     ARRAY_SIZE(lc_stat_keys), s))
-
 /* The `leaks` line of (@comm, uid 0): count and bytes, 0 if none. */
 static void __leak_of(struct __test_metadata *_metadata, const char *comm,
-		      struct leak_row *row)
+		      struct mrpin_leak_row *row)
 {
-	struct leak_row *rows;
+	struct mrpin_leak_row *rows;
 	int n, i;
 
 	memset(row, 0, sizeof(*row));
-	n = mrpin_read_table("leaks", leak_cols, ARRAY_SIZE(leak_cols),
-			     sizeof(*rows), (void **)&rows);
+	n = mrpin_read_leaks(&rows);
 	ASSERT_LE(0, n) {
 		TH_LOG("leaks: %s", strerror(-n));
 	}
@@ -358,74 +303,6 @@ static void __leak_of(struct __test_metadata *_metadata, const char *comm,
 	free(rows);
 }
 #define leak_of(comm, row) __leak_of(_metadata, comm, row)
-
-/*
- * Nothing is pinned through mrpin: no live pin in `stats`, no line in
- * `pins`, `procs`, `users` or `cgroups`, and every device at zero.
- */
-static void __check_all_zero(struct __test_metadata *_metadata)
-{
-	struct mrpin_owner_row *owners;
-	struct mrpin_proc_row *procs;
-	struct mrpin_pin_row *pins;
-	struct mrpin_dev_row *devs;
-	struct lc_stats s;
-	int n, i;
-
-	read_stats(&s);
-	EXPECT_EQ(0ULL, s.pins);
-	EXPECT_EQ(0ULL, s.pinned_bytes);
-	n = mrpin_read_pins(&pins);
-	EXPECT_EQ(0, n);
-	for (i = 0; i < n; i++)
-		TH_LOG("pin left: pid %d (%s) %" PRIu64 " bytes", pins[i].pid,
-		       pins[i].comm, pins[i].pinned_bytes);
-	if (n > 0)
-		free(pins);
-	n = mrpin_read_procs(&procs);
-	EXPECT_EQ(0, n);
-	if (n > 0)
-		free(procs);
-	n = mrpin_read_users(&owners);
-	EXPECT_EQ(0, n);
-	if (n > 0)
-		free(owners);
-	n = mrpin_read_cgroups(&owners);
-	EXPECT_EQ(0, n);
-	if (n > 0)
-		free(owners);
-	n = mrpin_read_devices(&devs);
-	EXPECT_LE(1, n);
-	for (i = 0; i < n; i++) {
-		EXPECT_EQ(0ULL, devs[i].pins);
-		EXPECT_EQ(0ULL, devs[i].pinned_bytes);
-	}
-	if (n > 0)
-		free(devs);
-}
-#define check_all_zero() __check_all_zero(_metadata)
-
-/* The kernel log since @fd was opened has no problem and no mrpin line. */
-static void __check_log(struct __test_metadata *_metadata, int fd)
-{
-	const char *problem, *line;
-	char *log;
-
-	log = mrpin_kmsg_read(fd);
-	ASSERT_NE(NULL, log);
-	problem = mrpin_log_problem(log);
-	EXPECT_EQ(NULL, problem) {
-		TH_LOG("kernel log: %.200s", problem);
-	}
-	for (line = log; *line; line = strchr(line, '\n') + 1) {
-		EXPECT_NE(0, strncmp(line, "mrpin", 5)) {
-			TH_LOG("kernel log: %.*s", (int)strcspn(line, "\n"),
-			       line);
-		}
-	}
-	free(log);
-}
-#define check_log(fd) __check_log(_metadata, fd)
 
 /* The `pins` line of process @pid; false if it has none or more. */
 static bool only_pin_of(pid_t pid, struct mrpin_pin_row *row)
@@ -486,38 +363,66 @@ static void write_line(int fd, const char *line)
 		_exit(1);
 }
 
+/*
+ * Fork a child that talks with the test over two pipes: *@in reads what
+ * the other side writes to *@out.  The child's pid in the test, 0 in the
+ * child.
+ */
+static pid_t __fork_talking(struct __test_metadata *_metadata, int *in,
+			    int *out)
+{
+	int to_child[2], to_parent[2];
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe2(to_child, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(to_parent, O_CLOEXEC));
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	close(pid ? to_child[0] : to_child[1]);
+	close(pid ? to_parent[1] : to_parent[0]);
+	*in = pid ? to_parent[0] : to_child[0];
+	*out = pid ? to_child[1] : to_parent[1];
+	return pid;
+}
+#define fork_talking(in, out) __fork_talking(_metadata, in, out)
+
+/*
+ * The tests pin in children only: the fixture has no device, starts and
+ * ends with nothing pinned, and mrpin logs nothing in between.
+ */
+static void __lc_setup(struct __test_metadata *_metadata,
+		       struct mrpin_fixture *f)
+{
+	f->quiet = true;
+	fixture_start(f);
+	check_nothing_left();
+}
+#define lc_setup(f) __lc_setup(_metadata, f)
+
+/* Only EXPECT_*() without handler blocks here (see mrpin_test.h). */
+static void __lc_teardown(struct __test_metadata *_metadata,
+			  struct mrpin_fixture *f)
+{
+	fixture_close(f);
+	check_nothing_left();
+	fixture_check(f);
+}
+#define lc_teardown(f) __lc_teardown(_metadata, f)
+
 FIXTURE(lifecycle) {
-	int kmsg;
-	struct lc_stats start;
+	struct mrpin_fixture f;
 };
 
 FIXTURE_SETUP(lifecycle)
 {
-	ASSERT_EQ(0, mrpin_unlimit_memlock());
-	self->kmsg = mrpin_kmsg_open();
-	ASSERT_LE(0, self->kmsg);
-	read_stats(&self->start);
-	check_all_zero();
+	lc_setup(&self->f);
 }
 
-/* Only EXPECT_*() without handler blocks here (see mrpin_test.h). */
 FIXTURE_TEARDOWN(lifecycle)
 {
-	struct lc_stats end;
-	int ret;
-
-	check_all_zero();
-	ret = mrpin_read_keys(MRPIN_DEBUGFS "/stats", lc_stat_keys,
-			      ARRAY_SIZE(lc_stat_keys), &end);
-	EXPECT_EQ(0, ret);
-	if (!ret) {
-		EXPECT_EQ(end.pins_total - self->start.pins_total,
-			  end.releases_total - self->start.releases_total);
-		EXPECT_EQ(self->start.untracked_releases_total,
-			  end.untracked_releases_total);
-	}
-	check_log(self->kmsg);
-	close(self->kmsg);
+	lc_teardown(&self->f);
 }
 
 /*
@@ -580,10 +485,10 @@ TEST_F_TIMEOUT(lifecycle, sigkill_at_random_moments_leaves_nothing, 580)
 					KILLS_DEFAULT / 4 : KILLS_DEFAULT);
 	unsigned int seed = env_count("MRPIN_SEED", time(NULL) ^ getpid());
 	uint64_t regs = 0, deregs = 0, ready_kills = 0, rand = seed | 1;
-	struct leak_row leak_before, leak_after;
+	struct mrpin_leak_row leak_before, leak_after;
 	struct victim v[KILL_BATCH];
 	struct churn_counts *counts;
-	struct lc_stats before, after;
+	struct mrpin_stats before, after;
 	unsigned int done, b, i, n;
 	int pipefd[2], status;
 	double now, next;
@@ -691,7 +596,7 @@ TEST_F_TIMEOUT(lifecycle, sigkill_at_random_moments_leaves_nothing, 580)
 	}
 	munmap(counts, kills * sizeof(*counts));
 
-	check_all_zero();
+	check_nothing_left();
 	check_sums();
 	read_stats(&after);
 	TH_LOG("%" PRIu64 " killed with their MRs registered; %" PRIu64 " registrations, %" PRIu64 " deregistrations, %" PRIu64 " cleanup releases",
@@ -739,13 +644,12 @@ TEST_F(lifecycle, fork_child_inherits_no_pins)
 		size_t length;
 	} own[] = { { 0, 4 * KiB }, { 100, 64 * KiB }, { 0, MiB } };
 	uint64_t own_bytes = 0, child_bytes, vmpin, ids[8], ids_now[8];
-	const struct mrpin_proc_row *p;
-	struct mrpin_proc_row *procs, row_before, row;
+	struct mrpin_proc_row row_before, row;
 	struct mrpin_pin_row pin;
 	struct ibv_context *ctx;
 	struct ibv_mr *mr[3];
 	uint64_t start, length;
-	int to_child[2], to_parent[2], status, n, i;
+	int in, out, status, i;
 	struct ibv_pd *pd;
 	char line[128];
 	pid_t pid;
@@ -767,29 +671,17 @@ TEST_F(lifecycle, fork_child_inherits_no_pins)
 	}
 	check_proc(getpid(), 3, own_bytes);
 	ASSERT_EQ(3, pin_ids_of(getpid(), ids, 8));
-	n = mrpin_read_procs(&procs);
-	ASSERT_LE(0, n);
-	p = mrpin_find_proc(procs, n, getpid());
-	ASSERT_NE(NULL, p);
-	row_before = *p;
-	free(procs);
+	proc_row(getpid(), &row_before);
 
-	ASSERT_EQ(0, pipe2(to_child, O_CLOEXEC));
-	ASSERT_EQ(0, pipe2(to_parent, O_CLOEXEC));
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	ASSERT_LE(0, pid);
+	pid = fork_talking(&in, &out);
 	if (!pid) {
 		struct ibv_context *cctx;
 		struct ibv_pd *cpd;
 		struct ibv_mr *cmr;
 		char *cbuf;
 
-		close(to_child[1]);
-		close(to_parent[0]);
-		write_line(to_parent[1], "forked\n");
-		if (read_line(to_child[0], line, sizeof(line)) ||
+		write_line(out, "forked\n");
+		if (read_line(in, line, sizeof(line)) ||
 		    strcmp(line, "reg"))
 			_exit(1);
 		cctx = mrpin_open_dev(mrpin_dev_name());
@@ -803,17 +695,15 @@ TEST_F(lifecycle, fork_child_inherits_no_pins)
 			_exit(1);
 		snprintf(line, sizeof(line), "mr %" PRIuPTR " %zu\n",
 			 (uintptr_t)cmr->addr, cmr->length);
-		write_line(to_parent[1], line);
+		write_line(out, line);
 		/* Exit with its MR registered when the parent says so. */
-		while (read(to_child[0], line, sizeof(line)) > 0)
+		while (read(in, line, sizeof(line)) > 0)
 			;
 		_exit(0);
 	}
-	close(to_child[0]);
-	close(to_parent[1]);
 
 	/* Just forked: nothing of the parent's is the child's. */
-	ASSERT_EQ(0, read_line(to_parent[0], line, sizeof(line)));
+	ASSERT_EQ(0, read_line(in, line, sizeof(line)));
 	ASSERT_STREQ("forked", line);
 	ASSERT_EQ(0, mrpin_vmpin(pid, &vmpin));
 	EXPECT_EQ(0ULL, vmpin);
@@ -823,8 +713,8 @@ TEST_F(lifecycle, fork_child_inherits_no_pins)
 	EXPECT_EQ(0, memcmp(ids, ids_now, 3 * sizeof(ids[0])));
 
 	/* The child's own MR: charged to it, not to its parent. */
-	write_line(to_child[1], "reg\n");
-	ASSERT_EQ(0, read_line(to_parent[0], line, sizeof(line))) {
+	write_line(out, "reg\n");
+	ASSERT_EQ(0, read_line(in, line, sizeof(line))) {
 		TH_LOG("the child could not register");
 	}
 	ASSERT_EQ(2, sscanf(line, "mr %" SCNu64 " %" SCNu64, &start,
@@ -840,22 +730,17 @@ TEST_F(lifecycle, fork_child_inherits_no_pins)
 	check_proc(getpid(), 3, own_bytes);
 	EXPECT_EQ(3, pin_ids_of(getpid(), ids_now, 8));
 	EXPECT_EQ(0, memcmp(ids, ids_now, 3 * sizeof(ids[0])));
-	n = mrpin_read_procs(&procs);
-	ASSERT_LE(0, n);
-	p = mrpin_find_proc(procs, n, getpid());
-	ASSERT_NE(NULL, p);
-	row = *p;
-	free(procs);
+	proc_row(getpid(), &row);
 	EXPECT_EQ(row_before.pins, row.pins);
 	EXPECT_EQ(row_before.pinned_bytes, row.pinned_bytes);
 	EXPECT_EQ(row_before.peak_bytes, row.peak_bytes);
 	EXPECT_EQ(row_before.vm_pinned_bytes, row.vm_pinned_bytes);
 
 	/* The child exits with its MR and the parent's device file. */
-	close(to_child[1]);
+	close(out);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
-	close(to_parent[0]);
+	close(in);
 	check_no_trace(pid);
 	check_proc(getpid(), 3, own_bytes);
 	EXPECT_EQ(3, pin_ids_of(getpid(), ids_now, 8));
@@ -870,8 +755,7 @@ TEST_F(lifecycle, fork_child_inherits_no_pins)
 }
 
 FIXTURE(exec) {
-	int kmsg;
-	struct lc_stats start;
+	struct mrpin_fixture f;
 };
 
 FIXTURE_VARIANT(exec) {
@@ -888,18 +772,12 @@ FIXTURE_VARIANT_ADD(exec, device_file_kept_across_exec) {
 
 FIXTURE_SETUP(exec)
 {
-	ASSERT_EQ(0, mrpin_unlimit_memlock());
-	self->kmsg = mrpin_kmsg_open();
-	ASSERT_LE(0, self->kmsg);
-	read_stats(&self->start);
-	check_all_zero();
+	lc_setup(&self->f);
 }
 
 FIXTURE_TEARDOWN(exec)
 {
-	check_all_zero();
-	check_log(self->kmsg);
-	close(self->kmsg);
+	lc_teardown(&self->f);
 }
 
 #define EXEC_MRS 4
@@ -958,48 +836,41 @@ static void execer_child(bool keep_file)
 
 TEST_F(exec, live_mrs_go_with_the_device_file)
 {
-	struct leak_row leak_before, leak_after;
-	struct lc_stats before, after;
+	struct mrpin_leak_row leak_before, leak_after;
+	struct mrpin_stats before, after;
 	uint64_t start, length, bytes = 0, vmpin;
-	int to_child[2], to_parent[2], status, i, n, cloexec, pins, procs;
+	int in, out, status, i, n, cloexec, pins, procs;
 	char line[128], comm[64];
 	pid_t pid;
 
-	ASSERT_EQ(0, pipe2(to_child, O_CLOEXEC));
-	ASSERT_EQ(0, pipe2(to_parent, O_CLOEXEC));
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	ASSERT_LE(0, pid);
+	pid = fork_talking(&in, &out);
 	if (!pid) {
-		dup2(to_child[0], STDIN_FILENO);
-		dup2(to_parent[1], STDOUT_FILENO);
+		dup2(in, STDIN_FILENO);
+		dup2(out, STDOUT_FILENO);
 		execer_child(variant->keep_file);
 	}
-	close(to_child[0]);
-	close(to_parent[1]);
 	for (i = 0; i < EXEC_MRS; i++) {
-		ASSERT_EQ(0, read_line(to_parent[0], line, sizeof(line))) {
+		ASSERT_EQ(0, read_line(in, line, sizeof(line))) {
 			TH_LOG("the child could not register");
 		}
 		ASSERT_EQ(2, sscanf(line, "mr %" SCNu64 " %" SCNu64, &start,
 				    &length));
 		bytes += mrpin_span_bytes(start, length);
 	}
-	ASSERT_EQ(0, read_line(to_parent[0], line, sizeof(line)));
+	ASSERT_EQ(0, read_line(in, line, sizeof(line)));
 	n = sscanf(line, "cloexec %d", &cloexec);
 	ASSERT_EQ(1, n);
 	EXPECT_EQ(1, cloexec) {
 		TH_LOG("rdma-core opened the device file without O_CLOEXEC");
 	}
-	ASSERT_EQ(0, read_line(to_parent[0], line, sizeof(line)));
+	ASSERT_EQ(0, read_line(in, line, sizeof(line)));
 	ASSERT_STREQ("ready", line);
 	check_proc(pid, EXEC_MRS, bytes);
 	read_stats(&before);
 	leak_of(EXECER_COMM, &leak_before);
 
-	write_line(to_child[1], "exec\n");
-	ASSERT_EQ(0, read_line(to_parent[0], line, sizeof(line)));
+	write_line(out, "exec\n");
+	ASSERT_EQ(0, read_line(in, line, sizeof(line)));
 	n = sscanf(line, "after-exec vmpin %" SCNu64 " pins %d procs %d",
 		   &vmpin, &pins, &procs);
 	ASSERT_EQ(3, n) {
@@ -1036,12 +907,12 @@ TEST_F(exec, live_mrs_go_with_the_device_file)
 	EXPECT_EQ(before.untracked_releases_total,
 		  after.untracked_releases_total);
 
-	close(to_child[1]);
+	close(out);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) {
 		TH_LOG("wait status %#x", status);
 	}
-	close(to_parent[0]);
+	close(in);
 	check_no_trace(pid);
 	read_stats(&after);
 	EXPECT_EQ(before.pins - EXEC_MRS, after.pins);
@@ -1069,7 +940,6 @@ int main(int argc, char **argv)
 		}
 		return churn_main(n);
 	}
-	mrpin_require_loaded(NULL, NULL);
-	mrpin_require_dev();
+	mrpin_require_testable(NULL, NULL);
 	return test_harness_run(argc, argv);
 }

@@ -23,7 +23,6 @@
 
 require_root
 require_rxe
-require_built "$MRPIN_KO"
 mrpin_load
 DEV=rxe0
 netdev=$(rdma link show "$DEV/1" 2>/dev/null |

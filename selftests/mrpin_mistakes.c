@@ -28,17 +28,13 @@
 #include <getopt.h>
 #include <sys/mman.h>
 
-#include "mrpin_test.h"
+#include "mrpin_utils.h"
 
 #define MR_LEN 4096
 
 static struct ibv_mr *volatile last_mr;
 
-static void die(const char *what)
-{
-	fprintf(stderr, "mrpin_mistakes: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
+#define die(what) mrpin_die("mrpin_mistakes", what)
 
 static void usage(void)
 {
@@ -64,12 +60,10 @@ static int count_arg(const char *s)
 
 static void *new_buf(void)
 {
-	void *buf = mmap(NULL, MR_LEN, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *buf = mrpin_map_touched(MR_LEN);
 
-	if (buf == MAP_FAILED)
+	if (!buf)
 		die("mmap");
-	memset(buf, 0x5a, MR_LEN);
 	return buf;
 }
 
@@ -120,27 +114,6 @@ static void say(const char *line)
 	fflush(stdout);
 }
 
-static void wait_eof(void)
-{
-	char buf[64];
-
-	while (read(STDIN_FILENO, buf, sizeof(buf)) > 0)
-		;
-}
-
-static struct ibv_pd *open_pd(const char *dev, struct ibv_context **ctx)
-{
-	struct ibv_pd *pd;
-
-	*ctx = mrpin_open_dev(dev);
-	if (!*ctx)
-		die(dev);
-	pd = ibv_alloc_pd(*ctx);
-	if (!pd)
-		die("ibv_alloc_pd");
-	return pd;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -187,13 +160,13 @@ int main(int argc, char **argv)
 		die("calloc");
 
 	mrpin_unlimit_memlock();
-	pd = open_pd(dev, &ctx);
+	pd = mrpin_open_pd("mrpin_mistakes", dev, &ctx);
 
 	if (!strcmp(mode, "leak-exit")) {
 		for (i = 0; i < n; i++)
 			mrs[i] = reg(pd);
 		say("ready");
-		wait_eof();
+		mrpin_wait_eof();
 		exit(0);	/* the mistake: nothing deregistered */
 	}
 
@@ -208,7 +181,7 @@ int main(int argc, char **argv)
 				die("ibv_reg_mr");
 		}
 		say("ready");
-		wait_eof();
+		mrpin_wait_eof();
 		for (i = 0; i < n + nb; i++)
 			dereg(mrs[i]);
 		goto out;
@@ -222,7 +195,7 @@ int main(int argc, char **argv)
 			dereg(mrs[i]);
 		say("ready");
 	} else {
-		pd2 = open_pd(dev, &ctx2);
+		pd2 = mrpin_open_pd("mrpin_mistakes", dev, &ctx2);
 		for (i = 0; i < n; i++)
 			mrs[i] = reg(pd2);
 		/* The mistake: the MRs go with the device file. */
@@ -241,7 +214,7 @@ int main(int argc, char **argv)
 		}
 		say("closed");
 	}
-	wait_eof();
+	mrpin_wait_eof();
 	dereg(anchor);
 out:
 	ibv_dealloc_pd(pd);

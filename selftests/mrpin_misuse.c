@@ -23,16 +23,11 @@
 #include <getopt.h>
 #include <sys/mman.h>
 
-#include "mrpin_test.h"
+#include "mrpin_utils.h"
 
-#define PAGE		4096UL
 #define HUGE		(2UL << 20)
 
-static void die(const char *what)
-{
-	fprintf(stderr, "mrpin_misuse: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
+#define die(what) mrpin_die("mrpin_misuse", what)
 
 static void usage(void)
 {
@@ -86,12 +81,9 @@ static void dereg(struct ibv_mr *mr)
 
 static void hold(void)
 {
-	char buf[64];
-
 	printf("ready\n");
 	fflush(stdout);
-	while (read(STDIN_FILENO, buf, sizeof(buf)) > 0)
-		;
+	mrpin_wait_eof();
 }
 
 /* The mistake: a buffer on the stack, registered while its frame lives. */
@@ -132,12 +124,10 @@ static void pages_mode(struct ibv_pd *pd, size_t len, int advice)
 
 static void *new_page(void)
 {
-	void *buf = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *buf = mrpin_map_touched(PAGE);
 
-	if (buf == MAP_FAILED)
+	if (!buf)
 		die("mmap");
-	memset(buf, 0x5a, PAGE);
 	return buf;
 }
 
@@ -189,12 +179,7 @@ int main(int argc, char **argv)
 		usage();
 
 	mrpin_unlimit_memlock();
-	ctx = mrpin_open_dev(dev);
-	if (!ctx)
-		die(dev);
-	pd = ibv_alloc_pd(ctx);
-	if (!pd)
-		die("ibv_alloc_pd");
+	pd = mrpin_open_pd("mrpin_misuse", dev, &ctx);
 
 	if (!strcmp(mode, "stack"))
 		stack_mode(pd);

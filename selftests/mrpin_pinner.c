@@ -22,7 +22,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 
-#include "mrpin_test.h"
+#include "mrpin_utils.h"
 
 struct pinner_mr {
 	void *buf;

@@ -17,15 +17,11 @@
  * kept from the pinner is there for the rest of the machine.
  */
 #define _GNU_SOURCE
+#include "mrpin_test.h"
+
 #include <dirent.h>
-#include <sys/stat.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
-
-#include "kselftest_harness.h"
-#include "mrpin_test.h"
 
 #define CHUNK		(32UL << 20)	/* one registration */
 #define HOG_STEP	(8UL << 20)	/* the hog's allocation step */
@@ -148,16 +144,9 @@ static long long reclaim_scans(void)
 /* A line of /proc/meminfo, in bytes, or 0. */
 static uint64_t meminfo(const char *key)
 {
-	unsigned long long kib = 0;
-	char *buf, *line;
+	uint64_t bytes;
 
-	if (mrpin_read_file("/proc/meminfo", &buf))
-		return 0;
-	line = strstr(buf, key);
-	if (line)
-		sscanf(line + strlen(key), ": %llu kB", &kib);
-	free(buf);
-	return kib * 1024;
+	return mrpin_proc_field("/proc/meminfo", key, false, &bytes) ? 0 : bytes;
 }
 
 static uint64_t pinned_now(void)

@@ -24,7 +24,6 @@
 
 require_root
 require_rxe
-require_built "$MRPIN_KO"
 mrpin_load
 LIFECYCLE=$(dirname "$0")/mrpin_lifecycle
 DEV=rxe0

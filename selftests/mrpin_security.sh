@@ -155,40 +155,13 @@ ktap_check "modes_restored" test "$(stat -c %a "$DEBUGFS" "$MRPIN_DIR" "$MRPIN_D
 	"$mode_debugfs $mode_dir 600 600 "
 
 # 4. No kernel address: every file with something in it first.
-declare -A pids fds
-start() { # start NAME PROGRAM ARGS...: holding its MRs until stop NAME
-	local name=$1 fd
-	shift
-	mkfifo "$tmp/$name.in"
-	(
-		for fd in "${fds[@]}"; do
-			exec {fd}>&-
-		done
-		exec "$@" <"$tmp/$name.in" >"$tmp/$name.out" 2>&1
-	) &
-	pids[$name]=$!
-	exec {fd}>"$tmp/$name.in"
-	fds[$name]=$fd
-	for _ in $(seq 300); do
-		grep -q '^ready' "$tmp/$name.out" && return 0
-		sleep 0.1
-	done
-	ktap_diag "$name did not get ready: $(head -c 300 "$tmp/$name.out")"
-	return 1
-}
-stop() {
-	local fd=${fds[$1]}
-	exec {fd}>&-
-	wait "${pids[$1]}"
-}
-
 "$here/mrpin_mistakes" leak-exit 3 </dev/null >"$tmp/leak.out" 2>&1
 printf 'global callsites=on\nprocess max_pinned=64K\n' >"$LIMITS"
 "$here/mrpin_pinner" 1M </dev/null >"$tmp/denied" 2>&1
 printf 'process max_pinned=unlimited\n' >"$LIMITS"
-start pinner "$here/mrpin_pinner" 8K@100 4K
-start sites "$here/mrpin_mistakes" callsites 2 3
-start stack "$here/mrpin_misuse" stack
+mrpin_hold pinner "$here/mrpin_pinner" 8K@100 4K
+mrpin_hold sites "$here/mrpin_mistakes" callsites 2 3
+mrpin_hold stack "$here/mrpin_misuse" stack
 
 rows() { # rows FILE: its lines but the header
 	if [ "$1" = events ]; then
@@ -241,7 +214,7 @@ ktap_check "no_kernel_address_in_mrpin_log_lines" test -z "$found"
 [ -z "$found" ] || ktap_diag "log: $found"
 
 for h in pinner sites stack; do
-	stop "$h"
+	mrpin_release "$h"
 done
 cat "$tmp/found" >"$LIMITS"
 ktap_check "policy_found_is_restored" same_as "$tmp/found"

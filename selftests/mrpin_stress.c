@@ -36,30 +36,16 @@
  * fifty times slower), and $MRPIN_STRESS_SEED the seed (printed) to replay
  * a run.
  */
-/* The 6.1 harness has an unused parameter: keep -Wextra quiet about it. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include "kselftest_harness.h"
-#pragma GCC diagnostic pop
+#include "mrpin_test.h"
 
 #include <dirent.h>
-#include <grp.h>
-#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
-
-#include "mrpin_test.h"
-
-#define KiB		1024UL
-#define MiB		(1024 * KiB)
-#define PAGE		4096UL
 
 #define WORKERS		4
 #define THREADS		4
@@ -72,7 +58,6 @@
 #define SHORT_CYCLES	2000
 #define DEBUG_CYCLES	200	/* short loops on the debug kernel */
 #define STRESS_UID	4200		/* workers 1..3: uid 4201..4203 */
-#define CG_MNT		"/sys/fs/cgroup"
 #define CG_TOP		"/mrpin_stress"
 #define POLICY_HEADER	"# mrpin limits: write this back to restore this policy\nreset\n"
 #define EVENTS_HEADER	"# seq "
@@ -260,22 +245,6 @@ static void worker_sync(int sock, char what, char go)
 		_exit(2);
 }
 
-static int cg_join(const char *cg)
-{
-	char path[PATH_MAX], buf[32];
-	int fd, n, err = 0;
-
-	snprintf(path, sizeof(path), CG_MNT "%s/cgroup.procs", cg);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = snprintf(buf, sizeof(buf), "%d\n", getpid());
-	if (write(fd, buf, n) != n)
-		err = -1;
-	close(fd);
-	return err;
-}
-
 /* Report the MRs of the parked threads, then wait for the test's go. */
 static void worker_park(struct worker_res *res, struct stress_thread *st,
 			pthread_barrier_t *park, int sock, char what)
@@ -340,7 +309,7 @@ static void worker_main(struct stress_shared *sh, int k, int sock,
 
 	res->stage = 1;
 	snprintf(cg, sizeof(cg), CG_TOP "/w%d", k);
-	if (cg_join(cg))
+	if (mrpin_cg_write_procs(cg, getpid()))
 		goto fail;
 	res->stage = 2;
 	if (setrlimit(RLIMIT_MEMLOCK, &rl))
@@ -642,23 +611,6 @@ static void writer_main(struct stress_shared *sh, const struct writer_cfg *cfg,
 
 /* --- the test --- */
 
-/* Counters of `stats` that struct mrpin_stats has not. */
-struct stress_stats {
-	uint64_t stack_pins_total;
-	uint64_t cleanup_releases_total;
-};
-
-static const struct mrpin_col stress_stat_keys[] = {
-	MRPIN_COL(struct stress_stats, stack_pins_total, MRPIN_COL_U64),
-	MRPIN_COL(struct stress_stats, cleanup_releases_total, MRPIN_COL_U64),
-};
-
-static int read_stress_stats(struct stress_stats *s)
-{
-	return mrpin_read_keys(MRPIN_DEBUGFS "/stats", stress_stat_keys,
-			       MRPIN_ARRAY_SIZE(stress_stat_keys), s);
-}
-
 FIXTURE(stress) {
 	struct stress_shared *sh;
 	char *policy;		/* as found */
@@ -686,23 +638,6 @@ FIXTURE_SETUP(stress)
 	self->sh = mmap(NULL, sizeof(*self->sh), PROT_READ | PROT_WRITE,
 			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, self->sh);
-}
-
-static int cg_rmdir(const char *cg)
-{
-	char path[PATH_MAX];
-	int i;
-
-	snprintf(path, sizeof(path), CG_MNT "%s", cg);
-	/* An exited process leaves its cgroup a moment later. */
-	for (i = 0; i < 100; i++) {
-		if (!rmdir(path) || errno == ENOENT)
-			return 0;
-		if (errno != EBUSY)
-			return -errno;
-		usleep(20000);
-	}
-	return -EBUSY;
 }
 
 static void kill_reap(pid_t *pid)
@@ -735,9 +670,9 @@ FIXTURE_TEARDOWN(stress)
 	if (self->cgroups_made) {
 		for (i = 0; i < WORKERS; i++) {
 			snprintf(cg, sizeof(cg), CG_TOP "/w%d", i);
-			EXPECT_EQ(0, cg_rmdir(cg));
+			EXPECT_EQ(0, mrpin_cg_rmdir(cg));
 		}
-		EXPECT_EQ(0, cg_rmdir(CG_TOP));
+		EXPECT_EQ(0, mrpin_cg_rmdir(CG_TOP));
 	}
 	free(self->policy);
 	if (self->kfd >= 0)
@@ -916,16 +851,12 @@ TEST_F_TIMEOUT(stress, workers_readers_and_a_limits_writer_leave_nothing, 590)
 {
 	struct stress_shared *sh = self->sh;
 	struct mrpin_stats before, after;
-	struct stress_stats xbefore, xafter;
 	struct mrpin_dev_row *devs;
 	const struct mrpin_dev_row *d;
-	struct mrpin_proc_row *procs;
-	struct mrpin_owner_row *owners;
-	struct mrpin_pin_row *pins;
 	struct writer_cfg wcfg = { };
 	uint64_t cycles, seed, regs = 0, deregs = 0, dev_pins, dev_bytes;
 	const char *dev = mrpin_dev_name();
-	int ready[2], sv[2], i, k, n;
+	int ready[2], sv[2], i, k, n, ret;
 	struct sysinfo si;
 	double start, took;
 	char cg[64], *log, *line, *save, *now, c;
@@ -968,17 +899,17 @@ TEST_F_TIMEOUT(stress, workers_readers_and_a_limits_writer_leave_nothing, 590)
 
 	/* The cgroups of the workers (maybe left by a killed run). */
 	for (k = -1; k < WORKERS; k++) {
-		snprintf(cg, sizeof(cg), CG_MNT CG_TOP "/w%d", k);
+		snprintf(cg, sizeof(cg), CG_TOP "/w%d", k);
 		if (k < 0)
-			cg[strlen(CG_MNT CG_TOP)] = '\0';
-		ASSERT_TRUE(!mkdir(cg, 0755) || errno == EEXIST) {
-			TH_LOG("mkdir %s: %s", cg, strerror(errno));
+			cg[strlen(CG_TOP)] = '\0';
+		ret = mrpin_cg_mkdir(cg);
+		ASSERT_EQ(0, ret) {
+			TH_LOG("mkdir %s: %s", cg, strerror(ret));
 		}
 		self->cgroups_made = true;
 	}
 
 	ASSERT_EQ(0, mrpin_read_stats(&before));
-	ASSERT_EQ(0, read_stress_stats(&xbefore));
 	self->kfd = mrpin_kmsg_open();
 	ASSERT_LE(0, self->kfd);
 
@@ -1093,18 +1024,12 @@ TEST_F_TIMEOUT(stress, workers_readers_and_a_limits_writer_leave_nothing, 590)
 
 	/* Back where it started; the totals count every pin. */
 	ASSERT_EQ(0, mrpin_read_stats(&after));
-	ASSERT_EQ(0, read_stress_stats(&xafter));
-	EXPECT_EQ(before.pins, after.pins);
-	EXPECT_EQ(before.pinned_bytes, after.pinned_bytes);
-	EXPECT_EQ(before.pins_total + regs, after.pins_total);
-	EXPECT_EQ(before.releases_total + deregs, after.releases_total);
-	EXPECT_EQ(before.untracked_releases_total,
-		  after.untracked_releases_total);
+	check_stats_moved(&before, &after, 0, 0, regs, deregs);
 	EXPECT_EQ(before.denials_total, after.denials_total);
 	EXPECT_EQ(before.warnings_total, after.warnings_total);
-	EXPECT_EQ(xbefore.stack_pins_total, xafter.stack_pins_total);
-	EXPECT_EQ(xbefore.cleanup_releases_total,
-		  xafter.cleanup_releases_total);
+	EXPECT_EQ(before.stack_pins_total, after.stack_pins_total);
+	EXPECT_EQ(before.cleanup_releases_total,
+		  after.cleanup_releases_total);
 	check_sums();
 	n = mrpin_read_devices(&devs);
 	ASSERT_LE(0, n);
@@ -1119,22 +1044,7 @@ TEST_F_TIMEOUT(stress, workers_readers_and_a_limits_writer_leave_nothing, 590)
 		check_no_trace(sh->w[k].pid);
 	if (!before.pins) {
 		/* Nothing was pinned before: nothing may be listed now. */
-		n = mrpin_read_procs(&procs);
-		EXPECT_EQ(0, n);
-		if (n > 0)
-			free(procs);
-		n = mrpin_read_pins(&pins);
-		EXPECT_EQ(0, n);
-		if (n > 0)
-			free(pins);
-		n = mrpin_read_users(&owners);
-		EXPECT_EQ(0, n);
-		if (n > 0)
-			free(owners);
-		n = mrpin_read_cgroups(&owners);
-		EXPECT_EQ(0, n);
-		if (n > 0)
-			free(owners);
+		check_nothing_left();
 	} else {
 		ksft_print_msg("%" PRIu64 " pins were there before the stress\n",
 			       before.pins);
@@ -1157,16 +1067,4 @@ TEST_F_TIMEOUT(stress, workers_readers_and_a_limits_writer_leave_nothing, 590)
 	free(log);
 }
 
-int main(int argc, char **argv)
-{
-	struct mrpin_stats stats;
-	int ret;
-
-	mrpin_require_loaded(MRPIN_LIMITS_FILE, "no policy in this mrpin");
-	ret = mrpin_read_stats(&stats);
-	if (ret)
-		ksft_exit_fail_msg("%s/stats: %s\n", MRPIN_DEBUGFS,
-				   strerror(-ret));
-	mrpin_require_dev();
-	return test_harness_run(argc, argv);
-}
+MRPIN_TEST_MAIN(MRPIN_LIMITS_FILE, "no policy in this mrpin")

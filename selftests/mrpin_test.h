@@ -1,901 +1,41 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Shared helpers of mrpin's C selftests: the RDMA device, registration in
- * the iommufd selftest style (_do_reg() returns 0 or -1 with errno;
- * do_reg() asserts success; do_reg_err() asserts a given errno), readers of
- * mrpin's debugfs tables and of VmPin, and the checks every test makes.
+ * The test harness side of mrpin's C selftests, in the style of
+ * selftests/iommu's iommufd_utils.h: registration helpers in triplets
+ * (_do_reg() returns 0 or -1 with errno, in mrpin_utils.h; do_reg()
+ * asserts success; do_reg_err() asserts a given errno), the checks every
+ * test makes against mrpin's views, and the fixture the tests share.
  *
- * The parts that use kselftest_harness.h (ASSERT_*, EXPECT_*) are only
- * defined when it was included first; the rest also serves mrpin_pinner.
+ * The fixture (struct mrpin_fixture) opens the device under test and a PD,
+ * lifts RLIMIT_MEMLOCK, starts from the default policy and notes `stats`
+ * and the end of the kernel log.  At teardown, a test's fixture first
+ * releases what the test may have left (children, MRs), then
+ * fixture_close() closes the device and restores the default policy, and
+ * fixture_check() checks that the totals are back where they were, every
+ * pin made was released, no release went untracked and the kernel log has
+ * no problem.  check_nothing_left() is the stronger check for a machine
+ * where nothing was pinned before: no line in any table.
+ *
+ * Include this file first: it brings kselftest_harness.h, mrpin_utils.h
+ * and mrpin_tables.h.
  */
 #ifndef __MRPIN_TEST_H
 #define __MRPIN_TEST_H
 
-#include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <regex.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/types.h>
-
-#include <infiniband/verbs.h>
-
-#define MRPIN_DEBUGFS		"/sys/kernel/debug/mrpin"
-/* The policy's door lockdown leaves open; MRPIN_DEBUGFS "/limits" is the other. */
-#define MRPIN_LIMITS_FILE	"/sys/kernel/security/mrpin/limits"
-#define MRPIN_DEFAULT_DEV	"rxe0"
-#define MRPIN_ACCESS		IBV_ACCESS_LOCAL_WRITE
-/* memlock_bytes of a process without a limit ("unlimited"). */
-#define MRPIN_UNLIMITED		UINT64_MAX
-
-/* The device under test: $MRPIN_TEST_DEV, default rxe0. */
-static inline const char *mrpin_dev_name(void)
-{
-	const char *name = getenv("MRPIN_TEST_DEV");
-
-	return name && *name ? name : MRPIN_DEFAULT_DEV;
-}
-
-/* Open the RDMA device called @name; NULL with errno set if impossible. */
-static inline struct ibv_context *mrpin_open_dev(const char *name)
-{
-	struct ibv_context *ctx = NULL;
-	struct ibv_device **list;
-	int i, n, err = ENODEV;
-
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return NULL;
-	for (i = 0; i < n; i++) {
-		if (strcmp(ibv_get_device_name(list[i]), name))
-			continue;
-		ctx = ibv_open_device(list[i]);
-		err = errno;
-		break;
-	}
-	ibv_free_device_list(list);
-	if (!ctx)
-		errno = err;
-	return ctx;
-}
-
-/* The debug kernel (KASAN, lockdep, kmemleak). */
-static inline bool mrpin_debug_kernel(void)
-{
-	return !access("/sys/kernel/debug/kmemleak", F_OK);
-}
-
-/*
- * Short loops: the loops that only repeat what they already checked run
- * fewer times, on the debug kernel (where every registration costs tens of
- * times more) and where MRPIN_LOOPS=short asks for it (`make check`, and
- * all but the first kernel of `make check-all`).  mrpin_short_loops_why()
- * says which, for the test's output.
- */
-static inline bool mrpin_short_loops(void)
-{
-	const char *loops = getenv("MRPIN_LOOPS");
-
-	return mrpin_debug_kernel() || (loops && !strcmp(loops, "short"));
-}
-
-static inline const char *mrpin_short_loops_why(void)
-{
-	return mrpin_debug_kernel() ? "the debug kernel" : "MRPIN_LOOPS=short";
-}
-
-/* Lift RLIMIT_MEMLOCK (root only; the guest's default is 8 MiB). */
-static inline int mrpin_unlimit_memlock(void)
-{
-	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
-
-	return setrlimit(RLIMIT_MEMLOCK, &rl);
-}
-
-/* Bytes an MR of [start, start + length) pins: the pages it spans. */
-static inline uint64_t mrpin_span_bytes(uintptr_t start, uint64_t length)
-{
-	uint64_t page = sysconf(_SC_PAGESIZE);
-
-	return ((start + length + page - 1) & ~(page - 1)) - (start & ~(page - 1));
-}
-
-/* Register [addr, addr + length): 0, or -1 with errno set. */
-static inline int _do_reg(struct ibv_pd *pd, void *addr, size_t length,
-			  struct ibv_mr **mr)
-{
-	*mr = ibv_reg_mr(pd, addr, length, MRPIN_ACCESS);
-	return *mr ? 0 : -1;
-}
-
-/* Deregister: 0, or -1 with errno set. */
-static inline int _do_dereg(struct ibv_mr *mr)
-{
-	int ret = ibv_dereg_mr(mr);
-
-	if (ret) {
-		errno = ret;
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * The debugfs tables: a first line "# " + column names, then one row per
- * line, fields separated by white space.  The readers below find each
- * field they want by its column's name and fail with -EPROTO when one is
- * missing or malformed; columns they do not know are ignored.
- */
-struct mrpin_proc_row {
-	pid_t pid;
-	char comm[64];
-	uint64_t uid;
-	char cgroup[512];
-	uint64_t pins;
-	uint64_t pinned_bytes;
-	uint64_t peak_bytes;
-	uint64_t vm_pinned_bytes;
-	uint64_t memlock_bytes;	/* MRPIN_UNLIMITED: "unlimited" */
-	uint64_t denials;
-};
-
-struct mrpin_pin_row {
-	uint64_t id;
-	pid_t pid;
-	char comm[64];
-	char device[64];
-	uint64_t start;
-	uint64_t length;
-	uint64_t pinned_bytes;
-	char caller[128];
-	uint64_t age_ms;
-};
-
-struct mrpin_dev_row {
-	char device[64];
-	char node_guid[32];
-	uint64_t max_mr;
-	uint64_t pins;
-	uint64_t pinned_bytes;
-};
-
-struct mrpin_stats {
-	uint64_t pins;
-	uint64_t pinned_bytes;
-	uint64_t peak_pinned_bytes;
-	uint64_t pins_total;
-	uint64_t releases_total;
-	uint64_t untracked_releases_total;
-	uint64_t denials_total;
-	uint64_t warnings_total;
-};
-
-/* `users` and `cgroups`: the pins of one user, or of one cgroup subtree. */
-struct mrpin_owner_row {
-	uint64_t uid;
-	char cgroup[512];
-	uint64_t pins;
-	uint64_t pinned_bytes;
-};
-
-enum mrpin_col_type {
-	MRPIN_COL_U64,
-	MRPIN_COL_PID,
-	MRPIN_COL_STR,		/* escaped like /proc/self/mountinfo */
-	MRPIN_COL_LIMIT,	/* a number or "unlimited" */
-};
-
-struct mrpin_col {
-	const char *name;
-	enum mrpin_col_type type;
-	size_t offset;
-	size_t size;
-};
-
-#define MRPIN_COL(type, field, kind)					\
-	{ #field, kind, offsetof(type, field), sizeof(((type *)0)->field) }
-
-/*
- * Read a whole (debugfs) file into *@bufp (NUL-terminated, to free()).
- * Return: 0 or a negative errno.
- */
-static inline int mrpin_read_file(const char *path, char **bufp)
-{
-	size_t len = 0, size = 16384;
-	char *buf, *tmp;
-	ssize_t n;
-	int fd;
-
-	*bufp = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(size);
-	while (buf) {
-		n = read(fd, buf + len, size - len - 1);
-		if (n <= 0) {
-			if (!n)
-				break;
-			n = -errno;
-			free(buf);
-			close(fd);
-			return n;
-		}
-		len += n;
-		if (size - len > 1)
-			continue;
-		size *= 2;
-		tmp = realloc(buf, size);
-		if (!tmp)
-			free(buf);
-		buf = tmp;
-	}
-	close(fd);
-	if (!buf)
-		return -ENOMEM;
-	buf[len] = '\0';
-	*bufp = buf;
-	return 0;
-}
-
-/* Undo seq_escape(): "\ooo" octal escapes. */
-static inline int mrpin_unescape(char *dst, size_t size, const char *src)
-{
-	size_t i = 0;
-
-	for (; *src; src++) {
-		char c = *src;
-
-		if (c == '\\' && src[1] >= '0' && src[1] <= '3' &&
-		    src[2] >= '0' && src[2] <= '7' &&
-		    src[3] >= '0' && src[3] <= '7') {
-			c = (src[1] - '0') << 6 | (src[2] - '0') << 3 |
-			    (src[3] - '0');
-			src += 3;
-		}
-		if (i + 1 >= size)
-			return -EPROTO;
-		dst[i++] = c;
-	}
-	dst[i] = '\0';
-	return 0;
-}
-
-static inline int mrpin_parse_u64(const char *s, uint64_t *val)
-{
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return -EPROTO;
-	errno = 0;
-	*val = strtoull(s, &end, 10);
-	return errno || *end ? -EPROTO : 0;
-}
-
-static inline int mrpin_store(void *row, const struct mrpin_col *col,
-			      const char *field)
-{
-	void *dst = (char *)row + col->offset;
-	uint64_t val;
-
-	switch (col->type) {
-	case MRPIN_COL_STR:
-		return mrpin_unescape(dst, col->size, field);
-	case MRPIN_COL_LIMIT:
-		if (!strcmp(field, "unlimited")) {
-			*(uint64_t *)dst = MRPIN_UNLIMITED;
-			return 0;
-		}
-		/* fall through */
-	case MRPIN_COL_U64:
-		return mrpin_parse_u64(field, dst);
-	case MRPIN_COL_PID:
-		if (mrpin_parse_u64(field, &val) || val > INT32_MAX)
-			return -EPROTO;
-		*(pid_t *)dst = val;
-		return 0;
-	}
-	return -EPROTO;
-}
-
-#define MRPIN_MAX_COLS	32
-
-/* Split the next line of *@pos into fields; 0 at the end of the text. */
-static inline int mrpin_split_line(char **pos, char **fields)
-{
-	char *line = *pos, *end, *tok, *save;
-	int n = 0;
-
-	if (!*line)
-		return 0;
-	end = strchr(line, '\n');
-	if (end) {
-		*end = '\0';
-		*pos = end + 1;
-	} else {
-		*pos = line + strlen(line);
-	}
-	for (tok = strtok_r(line, " \t", &save); tok;
-	     tok = strtok_r(NULL, " \t", &save)) {
-		if (n == MRPIN_MAX_COLS)
-			return -EPROTO;
-		fields[n++] = tok;
-	}
-	return n ? n : -EPROTO;
-}
-
-/*
- * Parse the table in debugfs file @name into an array of @row_size rows
- * (*@rowsp, to free()), filling the columns of @cols.
- * Return: the number of rows, or a negative errno.
- */
-static inline int mrpin_read_table(const char *name,
-				   const struct mrpin_col *cols, int ncols,
-				   size_t row_size, void **rowsp)
-{
-	char path[256], *buf, *pos, *fields[MRPIN_MAX_COLS];
-	int idx[MRPIN_MAX_COLS], nhdr, nf, i, j, nrows = 0, ret;
-	char *rows = NULL, *tmp;
-
-	snprintf(path, sizeof(path), "%s/%s", MRPIN_DEBUGFS, name);
-	ret = mrpin_read_file(path, &buf);
-	if (ret)
-		return ret;
-	pos = buf;
-	ret = -EPROTO;
-	nhdr = mrpin_split_line(&pos, fields);
-	if (nhdr < 2 || strcmp(fields[0], "#"))
-		goto out;
-	for (i = 0; i < ncols; i++) {
-		idx[i] = -1;
-		for (j = 1; j < nhdr; j++)
-			if (!strcmp(fields[j], cols[i].name))
-				idx[i] = j - 1;
-		if (idx[i] < 0)
-			goto out;
-	}
-	while ((nf = mrpin_split_line(&pos, fields)) != 0) {
-		if (nf != nhdr - 1)
-			goto out;
-		tmp = realloc(rows, (nrows + 1) * row_size);
-		if (!tmp) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		rows = tmp;
-		memset(rows + nrows * row_size, 0, row_size);
-		for (i = 0; i < ncols; i++)
-			if (mrpin_store(rows + nrows * row_size, &cols[i],
-					fields[idx[i]]))
-				goto out;
-		nrows++;
-	}
-	ret = nrows;
-out:
-	free(buf);
-	if (ret < 0)
-		free(rows);
-	else
-		*rowsp = rows;
-	return ret;
-}
-
-#define MRPIN_PROC_COL(f, kind) MRPIN_COL(struct mrpin_proc_row, f, kind)
-#define MRPIN_PIN_COL(f, kind) MRPIN_COL(struct mrpin_pin_row, f, kind)
-#define MRPIN_DEV_COL(f, kind) MRPIN_COL(struct mrpin_dev_row, f, kind)
-#define MRPIN_STAT(f) MRPIN_COL(struct mrpin_stats, f, MRPIN_COL_U64)
-#define MRPIN_OWNER_COL(f, kind) MRPIN_COL(struct mrpin_owner_row, f, kind)
-
-static const struct mrpin_col mrpin_user_cols[] = {
-	MRPIN_OWNER_COL(uid, MRPIN_COL_U64),
-	MRPIN_OWNER_COL(pins, MRPIN_COL_U64),
-	MRPIN_OWNER_COL(pinned_bytes, MRPIN_COL_U64),
-};
-
-static const struct mrpin_col mrpin_cgroup_cols[] = {
-	MRPIN_OWNER_COL(cgroup, MRPIN_COL_STR),
-	MRPIN_OWNER_COL(pins, MRPIN_COL_U64),
-	MRPIN_OWNER_COL(pinned_bytes, MRPIN_COL_U64),
-};
-
-static const struct mrpin_col mrpin_proc_cols[] = {
-	MRPIN_PROC_COL(pid, MRPIN_COL_PID),
-	MRPIN_PROC_COL(comm, MRPIN_COL_STR),
-	MRPIN_PROC_COL(uid, MRPIN_COL_U64),
-	MRPIN_PROC_COL(cgroup, MRPIN_COL_STR),
-	MRPIN_PROC_COL(pins, MRPIN_COL_U64),
-	MRPIN_PROC_COL(pinned_bytes, MRPIN_COL_U64),
-	MRPIN_PROC_COL(peak_bytes, MRPIN_COL_U64),
-	MRPIN_PROC_COL(vm_pinned_bytes, MRPIN_COL_U64),
-	MRPIN_PROC_COL(memlock_bytes, MRPIN_COL_LIMIT),
-	MRPIN_PROC_COL(denials, MRPIN_COL_U64),
-};
-
-static const struct mrpin_col mrpin_pin_cols[] = {
-	MRPIN_PIN_COL(id, MRPIN_COL_U64),
-	MRPIN_PIN_COL(pid, MRPIN_COL_PID),
-	MRPIN_PIN_COL(comm, MRPIN_COL_STR),
-	MRPIN_PIN_COL(device, MRPIN_COL_STR),
-	MRPIN_PIN_COL(start, MRPIN_COL_U64),
-	MRPIN_PIN_COL(length, MRPIN_COL_U64),
-	MRPIN_PIN_COL(pinned_bytes, MRPIN_COL_U64),
-	MRPIN_PIN_COL(caller, MRPIN_COL_STR),
-	MRPIN_PIN_COL(age_ms, MRPIN_COL_U64),
-};
-
-static const struct mrpin_col mrpin_dev_cols[] = {
-	MRPIN_DEV_COL(device, MRPIN_COL_STR),
-	MRPIN_DEV_COL(node_guid, MRPIN_COL_STR),
-	MRPIN_DEV_COL(max_mr, MRPIN_COL_U64),
-	MRPIN_DEV_COL(pins, MRPIN_COL_U64),
-	MRPIN_DEV_COL(pinned_bytes, MRPIN_COL_U64),
-};
-
-static const struct mrpin_col mrpin_stat_keys[] = {
-	MRPIN_STAT(pins),
-	MRPIN_STAT(pinned_bytes),
-	MRPIN_STAT(peak_pinned_bytes),
-	MRPIN_STAT(pins_total),
-	MRPIN_STAT(releases_total),
-	MRPIN_STAT(untracked_releases_total),
-	MRPIN_STAT(denials_total),
-	MRPIN_STAT(warnings_total),
-};
-
-#define MRPIN_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
-/* `procs`: the number of rows in *@rows (to free()), or a negative errno. */
-static inline int mrpin_read_procs(struct mrpin_proc_row **rows)
-{
-	return mrpin_read_table("procs", mrpin_proc_cols,
-				MRPIN_ARRAY_SIZE(mrpin_proc_cols),
-				sizeof(**rows), (void **)rows);
-}
-
-static inline int mrpin_read_pins(struct mrpin_pin_row **rows)
-{
-	return mrpin_read_table("pins", mrpin_pin_cols,
-				MRPIN_ARRAY_SIZE(mrpin_pin_cols),
-				sizeof(**rows), (void **)rows);
-}
-
-static inline int mrpin_read_devices(struct mrpin_dev_row **rows)
-{
-	return mrpin_read_table("devices", mrpin_dev_cols,
-				MRPIN_ARRAY_SIZE(mrpin_dev_cols),
-				sizeof(**rows), (void **)rows);
-}
-
-/* `users`: one row per user with live pins. */
-static inline int mrpin_read_users(struct mrpin_owner_row **rows)
-{
-	return mrpin_read_table("users", mrpin_user_cols,
-				MRPIN_ARRAY_SIZE(mrpin_user_cols),
-				sizeof(**rows), (void **)rows);
-}
-
-/* `cgroups`: one row per cgroup holding pins in its subtree. */
-static inline int mrpin_read_cgroups(struct mrpin_owner_row **rows)
-{
-	return mrpin_read_table("cgroups", mrpin_cgroup_cols,
-				MRPIN_ARRAY_SIZE(mrpin_cgroup_cols),
-				sizeof(**rows), (void **)rows);
-}
-
-/*
- * A "key value" file such as `stats`: every key of @keys (@nkeys of them)
- * must be there; other keys are ignored.  0 or a negative errno.
- */
-static inline int mrpin_read_keys(const char *path,
-				  const struct mrpin_col *keys, int nkeys,
-				  void *out)
-{
-	bool seen[MRPIN_MAX_COLS * 2] = { false };
-	char *buf, *pos, *fields[MRPIN_MAX_COLS];
-	int n, i, ret;
-
-	if (nkeys > (int)MRPIN_ARRAY_SIZE(seen))
-		return -EINVAL;
-	ret = mrpin_read_file(path, &buf);
-	if (ret)
-		return ret;
-	pos = buf;
-	ret = -EPROTO;
-	while ((n = mrpin_split_line(&pos, fields)) != 0) {
-		if (n != 2)
-			goto out;
-		for (i = 0; i < nkeys; i++) {
-			if (strcmp(fields[0], keys[i].name))
-				continue;
-			if (mrpin_store(out, &keys[i], fields[1]))
-				goto out;
-			seen[i] = true;
-		}
-	}
-	for (i = 0; i < nkeys; i++)
-		if (!seen[i])
-			goto out;
-	ret = 0;
-out:
-	free(buf);
-	return ret;
-}
-
-/* `stats`: every key of struct mrpin_stats must be there. */
-static inline int mrpin_read_stats(struct mrpin_stats *stats)
-{
-	return mrpin_read_keys(MRPIN_DEBUGFS "/stats", mrpin_stat_keys,
-			       MRPIN_ARRAY_SIZE(mrpin_stat_keys), stats);
-}
-
-static inline const struct mrpin_proc_row *
-mrpin_find_proc(const struct mrpin_proc_row *rows, int n, pid_t pid)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (rows[i].pid == pid)
-			return &rows[i];
-	return NULL;
-}
-
-static inline const struct mrpin_dev_row *
-mrpin_find_dev(const struct mrpin_dev_row *rows, int n, const char *name)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (!strcmp(rows[i].device, name))
-			return &rows[i];
-	return NULL;
-}
-
-/* The `pins` rows of process @pid, moved to the front; their number. */
-static inline int mrpin_pins_of(struct mrpin_pin_row *rows, int n, pid_t pid)
-{
-	struct mrpin_pin_row tmp;
-	int i, found = 0;
-
-	for (i = 0; i < n; i++) {
-		if (rows[i].pid != pid)
-			continue;
-		tmp = rows[found];
-		rows[found++] = rows[i];
-		rows[i] = tmp;
-	}
-	return found;
-}
-
-/*
- * VmPin of process @pid in bytes (mm->pinned_vm): 0 or a negative errno
- * (-ESRCH when the process or its mm is gone).
- */
-static inline int mrpin_vmpin(pid_t pid, uint64_t *bytes)
-{
-	char path[64], *buf, *line;
-	uint64_t kib;
-	int ret;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	ret = mrpin_read_file(path, &buf);
-	if (ret)
-		return ret == -ENOENT ? -ESRCH : ret;
-	line = strstr(buf, "\nVmPin:");
-	ret = -ESRCH;
-	if (line && sscanf(line, "\nVmPin: %" SCNu64 " kB", &kib) == 1) {
-		*bytes = kib * 1024;
-		ret = 0;
-	}
-	free(buf);
-	return ret;
-}
-
-/* The comm of process @pid, as the kernel keeps it. */
-static inline int mrpin_comm(pid_t pid, char *comm, size_t size)
-{
-	char path[64], *buf;
-	int ret;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	ret = mrpin_read_file(path, &buf);
-	if (ret)
-		return ret;
-	buf[strcspn(buf, "\n")] = '\0';
-	snprintf(comm, size, "%s", buf);
-	free(buf);
-	return 0;
-}
-
-/* Write @len bytes of policy text to the limits file: 0 or an errno. */
-static inline int mrpin_limits_write(const void *buf, size_t len)
-{
-	int fd, err = 0;
-	ssize_t n;
-
-	fd = open(MRPIN_LIMITS_FILE, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	n = write(fd, buf, len);
-	if (n < 0)
-		err = errno;
-	else if ((size_t)n != len)
-		err = EIO;
-	close(fd);
-	return err;
-}
-
-/* CLOCK_MONOTONIC, in seconds. */
-static inline double mrpin_now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Sleep @s seconds, through signals. */
-static inline void mrpin_sleep_s(double s)
-{
-	struct timespec ts = { (time_t)s, (long)((s - (time_t)s) * 1e9) };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
-/*
- * The kernel's rate limit on mrpin's refusal/warning log lines: assumed to
- * let at least MRPIN_LOG_BURST lines through in any MRPIN_LOG_WINDOW
- * seconds (the module's is 10 in 5 s).
- */
-#define MRPIN_LOG_BURST		10
-#define MRPIN_LOG_WINDOW	5.5
-
-/*
- * When a program made mrpin log its latest refusals and warnings; shared
- * (MAP_SHARED) by the harness's children, one per test.
- */
-struct mrpin_log_budget {
-	double logged[MRPIN_LOG_BURST];	/* CLOCK_MONOTONIC, circular */
-	unsigned int next;
-};
-
-/* The program just made mrpin log @n refusals or warnings (@b may be NULL). */
-static inline void mrpin_note_logged(struct mrpin_log_budget *b, unsigned int n)
-{
-	double t = mrpin_now_s();
-
-	if (!b)
-		return;
-	if (n > MRPIN_LOG_BURST)
-		n = MRPIN_LOG_BURST;
-	while (n--)
-		b->logged[b->next++ % MRPIN_LOG_BURST] = t;
-}
-
-/* Wait until the next logged refusal or warning cannot be rate-limited. */
-static inline void mrpin_log_room(struct mrpin_log_budget *b)
-{
-	double oldest, wait;
-
-	if (!b)
-		return;
-	oldest = b->logged[b->next % MRPIN_LOG_BURST];
-	wait = oldest + MRPIN_LOG_WINDOW - mrpin_now_s();
-	if (oldest > 0 && wait > 0)
-		mrpin_sleep_s(wait);
-}
-
-/* A reader of /dev/kmsg that starts at the end of the log. */
-static inline int mrpin_kmsg_open(void)
-{
-	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-
-	if (fd >= 0)
-		lseek(fd, 0, SEEK_END);
-	return fd;
-}
-
-/*
- * The messages logged since the last call, one a line (to free()), and a
- * line saying so where the log overwrote messages before they were read.
- */
-static inline char *mrpin_kmsg_read(int fd)
-{
-	static const char lost[] =
-		"kmsg_read: the kernel log overwrote messages before they were read";
-	size_t len = 0, size = 16384, mlen;
-	char rec[8192], *out, *tmp, *msg, *end;
-	ssize_t n;
-
-	out = malloc(size);
-	if (!out)
-		return NULL;
-	for (;;) {
-		n = read(fd, rec, sizeof(rec) - 1);
-		if (n < 0 && errno == EPIPE) {
-			/* Overwritten records: say so, go on from the oldest. */
-			n = snprintf(rec, sizeof(rec), ";%s\n", lost);
-		}
-		if (n <= 0)
-			break;
-		rec[n] = '\0';
-		msg = strchr(rec, ';');
-		if (!msg)
-			continue;
-		msg++;
-		end = strchr(msg, '\n');
-		mlen = end ? (size_t)(end - msg) : strlen(msg);
-		if (len + mlen + 2 > size) {
-			size = 2 * (len + mlen + 2);
-			tmp = realloc(out, size);
-			if (!tmp) {
-				free(out);
-				return NULL;
-			}
-			out = tmp;
-		}
-		memcpy(out + len, msg, mlen);
-		len += mlen;
-		out[len++] = '\n';
-	}
-	out[len] = '\0';
-	return out;
-}
-
-/*
- * The first line of @log that reports a kernel problem, or NULL: a line
- * matching one of the extended regular expressions in kernel_problems,
- * the file beside this program that vm-run.sh and lib.sh read too.  A
- * list that cannot be read is itself the problem reported.
- */
-static inline const char *mrpin_log_problem(const char *log)
-{
-	static const char unread[] = "cannot read or compile kernel_problems";
-	char path[4096], line[256], pattern[4096] = "", *dir_end;
-	const char *hit = NULL;
-	regmatch_t match;
-	regex_t re;
-	ssize_t n;
-	FILE *list;
-
-	/* Room left for the file's name in place of this program's. */
-	n = readlink("/proc/self/exe", path,
-		     sizeof(path) - sizeof("kernel_problems"));
-	if (n <= 0)
-		return unread;
-	path[n] = '\0';
-	dir_end = strrchr(path, '/');
-	if (!dir_end)
-		return unread;
-	strcpy(dir_end + 1, "kernel_problems");
-	list = fopen(path, "re");
-	if (!list)
-		return unread;
-	while (fgets(line, sizeof(line), list)) {
-		line[strcspn(line, "\n")] = '\0';
-		if (!line[0] || line[0] == '#')
-			continue;
-		if (strlen(pattern) + strlen(line) + 2 > sizeof(pattern)) {
-			fclose(list);
-			return unread;
-		}
-		if (pattern[0])
-			strcat(pattern, "|");
-		strcat(pattern, line);
-	}
-	fclose(list);
-	if (!pattern[0] ||
-	    regcomp(&re, pattern, REG_EXTENDED | REG_NEWLINE))
-		return unread;
-	if (!regexec(&re, log, 1, &match, 0)) {
-		hit = log + match.rm_so;
-		while (hit > log && hit[-1] != '\n')
-			hit--;
-	}
-	regfree(&re);
-	return hit;
-}
-
-/* A line of mrpin's `events`. */
-struct mrpin_event {
-	uint64_t seq;
-	uint64_t time_ns;
-	char action[16];
-	pid_t pid;
-	char comm[64];
-	uint64_t uid;
-	char scope[512];
-	char key[32];
-	uint64_t asked;
-	uint64_t usage;
-	uint64_t limit;
-};
-
-/*
- * Read what @fd has now (non-blocking fd) into *@textp (to free(); NULL on
- * error) and its length into *@lenp (if not NULL): 0 or a negative errno.
- */
-static inline int mrpin_read_available(int fd, char **textp, size_t *lenp)
-{
-	size_t len = 0, size = 65536;
-	char *buf, *tmp;
-	ssize_t n;
-
-	*textp = NULL;
-	buf = malloc(size);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		if (size - len < 8192) {
-			size *= 2;
-			tmp = realloc(buf, size);
-			if (!tmp) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = tmp;
-		}
-		n = read(fd, buf + len, size - len - 1);
-		if (n > 0) {
-			len += n;
-			continue;
-		}
-		if (!n || errno == EAGAIN)
-			break;
-		n = -errno;
-		free(buf);
-		return n;
-	}
-	buf[len] = '\0';
-	*textp = buf;
-	if (lenp)
-		*lenp = len;
-	return 0;
-}
-
-/* Parse an `events` line (modified in place) into *@ev: 0 or -EPROTO. */
-static inline int mrpin_parse_event(char *line, struct mrpin_event *ev)
-{
-	char *f[16], *save, *tok;
-	uint64_t pid;
-	int n = 0;
-
-	for (tok = strtok_r(line, " ", &save); tok;
-	     tok = strtok_r(NULL, " ", &save)) {
-		if (n == 16)
-			return -EPROTO;
-		f[n++] = tok;
-	}
-	if (n != 11 || strlen(f[2]) >= sizeof(ev->action) ||
-	    strlen(f[7]) >= sizeof(ev->key))
-		return -EPROTO;
-	memset(ev, 0, sizeof(*ev));
-	strcpy(ev->action, f[2]);
-	strcpy(ev->key, f[7]);
-	if (mrpin_parse_u64(f[0], &ev->seq) ||
-	    mrpin_parse_u64(f[1], &ev->time_ns) ||
-	    mrpin_parse_u64(f[3], &pid) || pid > INT32_MAX ||
-	    mrpin_unescape(ev->comm, sizeof(ev->comm), f[4]) ||
-	    mrpin_parse_u64(f[5], &ev->uid) ||
-	    mrpin_unescape(ev->scope, sizeof(ev->scope), f[6]) ||
-	    mrpin_parse_u64(f[8], &ev->asked) ||
-	    mrpin_parse_u64(f[9], &ev->usage) ||
-	    mrpin_parse_u64(f[10], &ev->limit))
-		return -EPROTO;
-	ev->pid = pid;
-	return 0;
-}
-
-#ifdef __KSELFTEST_HARNESS_H
+/* The 6.1 harness has an unused parameter: keep -Wextra quiet about it. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "kselftest_harness.h"
+#pragma GCC diagnostic pop
+
+#include "mrpin_tables.h"
+
+#include <grp.h>
+#include <libgen.h>
+#include <sys/wait.h>
+
+/* A value a check leaves open: not compared. */
+#define MRPIN_ANY	UINT64_MAX
 
 /*
  * Exit the program, before any test, unless mrpin can be tested: skip when
@@ -926,6 +66,25 @@ static inline void mrpin_require_dev(void)
 	ibv_close_device(ctx);
 }
 
+/*
+ * mrpin_require_loaded(), then fail unless `stats` reads and skip unless
+ * the device opens: what a program that registers needs before any test
+ * (the 6.1 harness would run a test's body after a SKIP() in its setup).
+ */
+static inline void mrpin_require_testable(const char *need,
+					  const char *lacking)
+{
+	struct mrpin_stats stats;
+	int ret;
+
+	mrpin_require_loaded(need, lacking);
+	ret = mrpin_read_stats(&stats);
+	if (ret)
+		ksft_exit_fail_msg("%s/stats: %s\n", MRPIN_DEBUGFS,
+				   strerror(-ret));
+	mrpin_require_dev();
+}
+
 /* Print mrpin's lines of @log, to show what was there instead. */
 static inline void mrpin_log_show(const char *log)
 {
@@ -951,10 +110,8 @@ static inline void *__map_buf(struct __test_metadata *_metadata, size_t len)
 {
 	void *buf;
 
-	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, buf);
-	memset(buf, 0x5a, len);
+	buf = mrpin_map_touched(len);
+	ASSERT_NE(NULL, buf);
 	return buf;
 }
 #define map_buf(len) __map_buf(_metadata, len)
@@ -1103,6 +260,492 @@ static inline void __check_no_trace(struct __test_metadata *_metadata,
 }
 #define check_no_trace(pid) __check_no_trace(_metadata, pid)
 
-#endif /* __KSELFTEST_HARNESS_H */
+#define read_stats(s)							\
+	ASSERT_EQ(0, mrpin_read_stats(s)) {				\
+		TH_LOG("%s/stats lacks a key or is malformed", MRPIN_DEBUGFS); \
+	}
+
+/* A debugfs table by its column list: the number of rows, or -errno. */
+#define read_table(name, cols, rows)					\
+	mrpin_read_table(name, cols, MRPIN_ARRAY_SIZE(cols),		\
+			 sizeof(**(rows)), (void **)(rows))
+
+/* Write the policy text, printf-style; assert that the write succeeds. */
+static inline void __attribute__((format(printf, 2, 3)))
+__set_limits(struct __test_metadata *_metadata, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	int n, err;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	ASSERT_GT((int)sizeof(buf), n);
+	err = mrpin_limits_write(buf, n);
+	ASSERT_EQ(0, err) {
+		TH_LOG("writing \"%s\" to limits: %s", buf, strerror(err));
+	}
+}
+#define set_limits(fmt, ...) __set_limits(_metadata, fmt, ##__VA_ARGS__)
+
+/*
+ * When this program made mrpin log its refusals and warnings, shared
+ * (MAP_SHARED) by the harness's children, one per test; NULL (no waiting)
+ * until mrpin_log_budget_setup().
+ */
+static struct mrpin_log_budget *mrpin_budget;
+
+/*
+ * Map mrpin_budget.  Refusals or warnings before this program (a run just
+ * before it) may have used up the log's budget: where `events` holds any
+ * (or cannot be read), assume they just did.
+ */
+static inline void mrpin_log_budget_setup(void)
+{
+	struct mrpin_events e;
+	bool any;
+
+	mrpin_budget = mmap(NULL, sizeof(*mrpin_budget),
+			    PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (mrpin_budget == MAP_FAILED)
+		mrpin_budget = NULL;
+	any = mrpin_read_events(&e) || e.n || e.lost;
+	free(e.ev);
+	if (any)
+		mrpin_note_logged(mrpin_budget, MRPIN_LOG_BURST);
+}
+
+/*
+ * The new kernel log lines of @kfd hold @line: exactly, or with @suffix
+ * (not NULL) as a line that starts with @line and ends with @suffix.
+ */
+static inline void __check_log_has(struct __test_metadata *_metadata,
+				   int kfd, const char *line,
+				   const char *suffix)
+{
+	char *log = mrpin_kmsg_read(kfd);
+	bool found;
+
+	ASSERT_NE(NULL, log);
+	found = mrpin_log_has(log, line, suffix);
+	EXPECT_TRUE(found);
+	if (!found) {
+		ksft_print_msg("expected in the kernel log: %s%s\n", line,
+			       suffix ? "..." : "");
+		mrpin_log_show(log);
+	}
+	free(log);
+}
+#define check_log_has(kfd, line, suffix)				\
+	__check_log_has(_metadata, kfd, line, suffix)
+
+/*
+ * The new kernel log lines of @kfd report no kernel problem and, if
+ * @quiet, have no mrpin line either.
+ */
+static inline void __check_log_clean(struct __test_metadata *_metadata,
+				     int kfd, bool quiet)
+{
+	const char *problem, *line;
+	char *log;
+
+	log = mrpin_kmsg_read(kfd);
+	EXPECT_NE(NULL, log);
+	if (!log)
+		return;
+	problem = mrpin_log_problem(log);
+	EXPECT_EQ(NULL, problem);
+	if (problem)
+		ksft_print_msg("kernel log: %.*s\n",
+			       (int)strcspn(problem, "\n"), problem);
+	for (line = log; quiet && *line; line = strchr(line, '\n') + 1) {
+		EXPECT_NE(0, strncmp(line, "mrpin", 5));
+		if (!strncmp(line, "mrpin", 5))
+			ksft_print_msg("kernel log: %.*s\n",
+				       (int)strcspn(line, "\n"), line);
+	}
+	free(log);
+}
+#define check_log_clean(kfd, quiet) __check_log_clean(_metadata, kfd, quiet)
+
+/* Every event `events` holds now, from a new open. */
+static inline void __read_events(struct __test_metadata *_metadata,
+				 struct mrpin_events *e)
+{
+	int ret = mrpin_read_events(e);
+
+	ASSERT_EQ(0, ret) {
+		TH_LOG("%s: %s (a header other than \"%s\" or a malformed line is EPROTO)",
+		       MRPIN_EVENTS_FILE, strerror(-ret), MRPIN_EVENTS_HEADER);
+	}
+}
+#define read_events(e) __read_events(_metadata, e)
+
+/*
+ * The seq the next event will have at the earliest: the newest one's + 1,
+ * or 0 when there is none (the first event may be numbered 0).
+ */
+static inline uint64_t __next_seq(struct __test_metadata *_metadata)
+{
+	struct mrpin_events e;
+	uint64_t next = 0;
+	int i;
+
+	read_events(&e);
+	for (i = 0; i < e.n; i++)
+		if (e.ev[i].seq + 1 > next)
+			next = e.ev[i].seq + 1;
+	free(e.ev);
+	return next;
+}
+#define next_seq() __next_seq(_metadata)
+
+/*
+ * The events `events` holds now numbered @from or later, of process @pid
+ * (if > 0) and about @key (if not NULL): their number, and up to @max of
+ * them in @out.
+ */
+static inline int __events_since(struct __test_metadata *_metadata,
+				 uint64_t from, pid_t pid, const char *key,
+				 struct mrpin_event *out, int max)
+{
+	struct mrpin_events e;
+	int i, n = 0;
+
+	read_events(&e);
+	for (i = 0; i < e.n; i++) {
+		if (!mrpin_event_since(&e.ev[i], from, pid, key))
+			continue;
+		if (n < max)
+			out[n] = e.ev[i];
+		n++;
+	}
+	free(e.ev);
+	return n;
+}
+#define events_since(from, pid, key, out, max)				\
+	__events_since(_metadata, from, pid, key, out, max)
+
+/* Event @ev says this; @usage MRPIN_ANY is not compared. */
+static inline void __check_event(struct __test_metadata *_metadata,
+				 const struct mrpin_event *ev,
+				 const char *action, pid_t pid, uint64_t uid,
+				 const char *scope, const char *key,
+				 uint64_t asked, uint64_t usage,
+				 uint64_t limit)
+{
+	char comm[64];
+
+	EXPECT_STREQ(action, ev->action);
+	EXPECT_EQ(pid, ev->pid);
+	if (!mrpin_comm(pid, comm, sizeof(comm)))
+		EXPECT_STREQ(comm, ev->comm);
+	EXPECT_EQ(uid, ev->uid);
+	EXPECT_STREQ(scope, ev->scope);
+	EXPECT_STREQ(key, ev->key);
+	EXPECT_EQ(asked, ev->asked);
+	if (usage != MRPIN_ANY)
+		EXPECT_EQ(usage, ev->usage);
+	EXPECT_EQ(limit, ev->limit);
+	EXPECT_NE(0ULL, (unsigned long long)ev->time_ns);
+}
+#define check_event(ev, action, pid, uid, scope, key, asked, usage, limit) \
+	__check_event(_metadata, ev, action, pid, uid, scope, key, asked,   \
+		      usage, limit)
+
+/*
+ * Nothing is pinned through mrpin: no live pin in `stats`, no line in
+ * `pins`, `procs`, `users` or `cgroups`, and every device at zero.
+ */
+static inline void __check_nothing_left(struct __test_metadata *_metadata)
+{
+	struct mrpin_owner_row *owners;
+	struct mrpin_proc_row *procs;
+	struct mrpin_pin_row *pins;
+	struct mrpin_dev_row *devs;
+	struct mrpin_stats s;
+	int n, i;
+
+	n = mrpin_read_stats(&s);
+	EXPECT_EQ(0, n);
+	if (!n) {
+		EXPECT_EQ(0ULL, s.pins);
+		EXPECT_EQ(0ULL, s.pinned_bytes);
+	}
+	n = mrpin_read_pins(&pins);
+	EXPECT_EQ(0, n);
+	for (i = 0; i < n; i++)
+		TH_LOG("pin left: pid %d (%s) %" PRIu64 " bytes", pins[i].pid,
+		       pins[i].comm, pins[i].pinned_bytes);
+	if (n > 0)
+		free(pins);
+	n = mrpin_read_procs(&procs);
+	EXPECT_EQ(0, n);
+	if (n > 0)
+		free(procs);
+	n = mrpin_read_users(&owners);
+	EXPECT_EQ(0, n);
+	if (n > 0)
+		free(owners);
+	n = mrpin_read_cgroups(&owners);
+	EXPECT_EQ(0, n);
+	if (n > 0)
+		free(owners);
+	n = mrpin_read_devices(&devs);
+	EXPECT_LE(1, n);
+	for (i = 0; i < n; i++) {
+		EXPECT_EQ(0ULL, devs[i].pins);
+		EXPECT_EQ(0ULL, devs[i].pinned_bytes);
+	}
+	if (n > 0)
+		free(devs);
+}
+#define check_nothing_left() __check_nothing_left(_metadata)
+
+/*
+ * `stats` against @start, when everything pinned since has been released:
+ * the live totals are back, every pin made was released, no release went
+ * untracked.
+ */
+static inline void __check_stats_back(struct __test_metadata *_metadata,
+				      const struct mrpin_stats *start)
+{
+	struct mrpin_stats end;
+	int ret;
+
+	ret = mrpin_read_stats(&end);
+	EXPECT_EQ(0, ret);
+	if (ret)
+		return;
+	EXPECT_EQ(start->pins, end.pins);
+	EXPECT_EQ(start->pinned_bytes, end.pinned_bytes);
+	EXPECT_EQ(start->bytes_4k, end.bytes_4k);
+	EXPECT_EQ(start->bytes_2m, end.bytes_2m);
+	EXPECT_EQ(start->bytes_1g, end.bytes_1g);
+	EXPECT_EQ(end.pins_total - start->pins_total,
+		  end.releases_total - start->releases_total);
+	EXPECT_EQ(start->untracked_releases_total,
+		  end.untracked_releases_total);
+}
+#define check_stats_back(start) __check_stats_back(_metadata, start)
+
+/*
+ * `stats` went from @before to @after by @pins live pins of @bytes (fewer
+ * where negative), with @made pins made and @released released in between,
+ * and no release went untracked.
+ */
+static inline void __check_stats_moved(struct __test_metadata *_metadata,
+				       const struct mrpin_stats *before,
+				       const struct mrpin_stats *after,
+				       int64_t pins, int64_t bytes,
+				       uint64_t made, uint64_t released)
+{
+	EXPECT_EQ(before->pins + pins, after->pins);
+	EXPECT_EQ(before->pinned_bytes + bytes, after->pinned_bytes);
+	EXPECT_EQ(before->pins_total + made, after->pins_total);
+	EXPECT_EQ(before->releases_total + released, after->releases_total);
+	EXPECT_EQ(before->untracked_releases_total,
+		  after->untracked_releases_total);
+}
+#define check_stats_moved(before, after, pins, bytes, made, released)	\
+	__check_stats_moved(_metadata, before, after, pins, bytes, made,	\
+			    released)
+
+/* The `procs` line of @pid in *@row: whether there is one. */
+static inline bool __proc_row(struct __test_metadata *_metadata, pid_t pid,
+			      struct mrpin_proc_row *row)
+{
+	const struct mrpin_proc_row *p;
+	struct mrpin_proc_row *rows;
+	int n;
+
+	n = mrpin_read_procs(&rows);
+	ASSERT_LE(0, n) {
+		TH_LOG("procs: %s", strerror(-n));
+	}
+	p = mrpin_find_proc(rows, n, pid);
+	if (p)
+		*row = *p;
+	free(rows);
+	return p;
+}
+#define proc_row(pid, row)						\
+	ASSERT_TRUE(__proc_row(_metadata, pid, row)) {			\
+		TH_LOG("pid %d has no line in procs", (int)(pid));	\
+	}
+
+/* The line of device @name in `devices`. */
+static inline void __dev_row(struct __test_metadata *_metadata,
+			     const char *name, struct mrpin_dev_row *row)
+{
+	const struct mrpin_dev_row *d;
+	struct mrpin_dev_row *rows;
+	int n;
+
+	n = mrpin_read_devices(&rows);
+	ASSERT_LE(0, n);
+	d = mrpin_find_dev(rows, n, name);
+	ASSERT_NE(NULL, d) {
+		TH_LOG("%s has no line in devices", name);
+	}
+	*row = *d;
+	free(rows);
+}
+#define dev_row(name, row) __dev_row(_metadata, name, row)
+
+/* What every fixture of a test that registers in this process holds. */
+struct mrpin_fixture {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct mrpin_stats start;	/* `stats` at setup */
+	int kmsg;			/* the kernel log since setup */
+	bool quiet;			/* no mrpin line may be logged */
+};
+
+/* The fixture without the device, for tests that pin in children only. */
+static inline void __fixture_start(struct __test_metadata *_metadata,
+				   struct mrpin_fixture *f)
+{
+	f->kmsg = -1;
+	ASSERT_EQ(0, mrpin_unlimit_memlock());
+	f->kmsg = mrpin_kmsg_open();
+	ASSERT_LE(0, f->kmsg);
+	ASSERT_EQ(0, mrpin_limits_writef("reset\n"));
+	read_stats(&f->start);
+}
+#define fixture_start(f) __fixture_start(_metadata, f)
+
+static inline void __fixture_setup(struct __test_metadata *_metadata,
+				   struct mrpin_fixture *f)
+{
+	fixture_start(f);
+	f->ctx = mrpin_open_dev(mrpin_dev_name());
+	ASSERT_NE(NULL, f->ctx) {
+		TH_LOG("cannot open %s: %s", mrpin_dev_name(),
+		       strerror(errno));
+	}
+	f->pd = ibv_alloc_pd(f->ctx);
+	ASSERT_NE(NULL, f->pd);
+}
+#define fixture_setup(f) __fixture_setup(_metadata, f)
+
+/*
+ * Close the device, which deregisters any MR still there, and restore the
+ * default policy.  Only EXPECT_*() without handler blocks from here on.
+ */
+static inline void __fixture_close(struct __test_metadata *_metadata,
+				   struct mrpin_fixture *f)
+{
+	if (f->pd)
+		ibv_dealloc_pd(f->pd);
+	if (f->ctx)
+		ibv_close_device(f->ctx);
+	f->pd = NULL;
+	f->ctx = NULL;
+	EXPECT_EQ(0, mrpin_limits_writef("reset\n"));
+}
+#define fixture_close(f) __fixture_close(_metadata, f)
+
+/*
+ * `stats` is back where it was and the kernel log has no problem (and, if
+ * @f->quiet, no mrpin line).
+ */
+static inline void __fixture_check(struct __test_metadata *_metadata,
+				   struct mrpin_fixture *f)
+{
+	check_stats_back(&f->start);
+	if (f->kmsg < 0)
+		return;
+	check_log_clean(f->kmsg, f->quiet);
+	close(f->kmsg);
+	f->kmsg = -1;
+}
+#define fixture_check(f) __fixture_check(_metadata, f)
+
+/*
+ * A helper program of this suite (mrpin_pinner, mrpin_mistakes), run as a
+ * child of the test and driven through its stdin and stdout.
+ */
+struct mrpin_child {
+	pid_t pid;
+	int in;		/* its stdin: EOF lets it finish */
+	FILE *out;	/* its stdout */
+};
+
+/* Start program @argv[0], next to this one, as @uid (0: as root). */
+static inline void __child_start(struct __test_metadata *_metadata,
+				 struct mrpin_child *c, uid_t uid,
+				 const char **argv)
+{
+	char exe[PATH_MAX], path[PATH_MAX + 32];
+	int in[2], out[2];
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ASSERT_LT(0, n);
+	exe[n] = '\0';
+	snprintf(path, sizeof(path), "%s/%s", dirname(exe), argv[0]);
+	ASSERT_EQ(0, access(path, X_OK)) {
+		TH_LOG("%s: %s", path, strerror(errno));
+	}
+	ASSERT_EQ(0, pipe2(in, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(out, O_CLOEXEC));
+	fflush(stdout);
+	fflush(stderr);
+	c->pid = fork();
+	ASSERT_LE(0, c->pid);
+	if (!c->pid) {
+		if (uid && (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
+			    setresuid(uid, uid, uid)))
+			_exit(126);
+		dup2(in[0], STDIN_FILENO);
+		dup2(out[1], STDOUT_FILENO);
+		execv(path, (char **)argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	c->in = in[1];
+	c->out = fdopen(out[0], "r");
+	ASSERT_NE(NULL, c->out);
+}
+#define child_start(c, uid, ...) __child_start(_metadata, c, uid, __VA_ARGS__)
+
+/*
+ * Send @sig to child @c (0: close its stdin, to let it finish), reap it
+ * and return its wait status (-1 when there is none).
+ */
+static inline int child_finish(struct mrpin_child *c, int sig)
+{
+	int status = -1;
+
+	if (c->pid <= 0)
+		return status;
+	if (sig)
+		kill(c->pid, sig);
+	close(c->in);
+	waitpid(c->pid, &status, 0);
+	if (c->out)
+		fclose(c->out);
+	c->out = NULL;
+	c->pid = 0;
+	return status;
+}
+
+/*
+ * The main() of a test program: nothing to test without mrpin (with the
+ * file @need, for the feature under test) or the device, so skip or fail
+ * the whole program before any test; then run the tests with the log's
+ * budget shared between them.
+ */
+#define MRPIN_TEST_MAIN(need, lacking)					\
+	int main(int argc, char **argv)					\
+	{								\
+		mrpin_require_testable(need, lacking);			\
+		mrpin_log_budget_setup();				\
+		return test_harness_run(argc, argv);			\
+	}
 
 #endif /* __MRPIN_TEST_H */

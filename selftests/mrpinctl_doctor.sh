@@ -44,38 +44,6 @@ has() {
 	json_holds "$tmp/out" "$1"
 }
 
-# start NAME PROGRAM ARGS...: PROGRAM holding its MRs until stop NAME;
-# its pid in ${pids[NAME]}.
-declare -A pids fds
-start() {
-	local name=$1 fd
-	shift
-	mkfifo "$tmp/$name.in"
-	# Without the other holders' fifos, so that each gets its EOF.
-	(
-		for fd in "${fds[@]}"; do
-			exec {fd}>&-
-		done
-		exec "$@" <"$tmp/$name.in" >"$tmp/$name.out" 2>&1
-	) &
-	pids[$name]=$!
-	exec {fd}>"$tmp/$name.in"
-	fds[$name]=$fd
-	for _ in $(seq 300); do
-		grep -q '^ready' "$tmp/$name.out" && return 0
-		sleep 0.1
-	done
-	ktap_diag "$name did not get ready: $(head -c 300 "$tmp/$name.out")"
-	return 1
-}
-
-stop() {
-	local fd=${fds[$1]}
-
-	exec {fd}>&-
-	wait "${pids[$1]}"
-}
-
 # 1. Nothing pinned, a fresh module: nothing to say.
 doctor
 ktap_check "fresh_module_nothing_found_exit_0" \
@@ -86,16 +54,16 @@ ktap_check "fresh_module_json_is_empty" bash -c "[ $rc = 0 ] && [ \"\$(cat '$tmp
 # 2. The mistakes, each on purpose.
 "$MISTAKES" leak-exit 100 </dev/null >"$tmp/leak.out" 2>&1
 ktap_check "leak_exit_program_ran" grep -q '^ready' "$tmp/leak.out"
-start stack "$MISUSE" stack
-start churn "$MISUSE" churn 2000
-start nohuge "$MISUSE" nohuge 64M
-start huge "$MISUSE" huge 64M
+mrpin_hold stack "$MISUSE" stack
+mrpin_hold churn "$MISUSE" churn 2000
+mrpin_hold nohuge "$MISUSE" nohuge 64M
+mrpin_hold huge "$MISUSE" huge 64M
 "$CTL" limit set process max_pinned=64K
 "$PINNER" 1M </dev/null >"$tmp/denied" 2>&1
 "$CTL" limit set process max_pinned=unlimited
 ktap_check "registration_over_the_limit_refused" grep -q 'Cannot allocate memory' "$tmp/denied"
 "$CTL" limit set global oversize=1M callsites=on
-start pinner "$PINNER" 8K@100 4M@4096 4M@8192
+mrpin_hold pinner "$PINNER" 8K@100 4M@4096 4M@8192
 # The MR table: enough MRs for mr_table_warn=1% of rxe0's max_mr, made by
 # two functions of a -g program (the call sites): reg_site_a first, then
 # reg_site_b, more of them.
@@ -108,9 +76,9 @@ need=$(((max_mr + 99) / 100 - rxe_pins + 8))
 [ "$need" -lt 60 ] && need=60
 ktap_diag "rxe0: max_mr $max_mr, $rxe_pins pins; mrpin_mistakes registers 50 + $need"
 "$CTL" limit set global mr_table_warn=1%
-start sites "$MISTAKES" callsites 50 "$need"
-stack=${pids[stack]} churn=${pids[churn]} nohuge=${pids[nohuge]}
-huge=${pids[huge]} pinner=${pids[pinner]} sites=${pids[sites]}
+mrpin_hold sites "$MISTAKES" callsites 50 "$need"
+stack=${mrpin_pids[stack]} churn=${mrpin_pids[churn]} nohuge=${mrpin_pids[nohuge]}
+huge=${mrpin_pids[huge]} pinner=${mrpin_pids[pinner]} sites=${mrpin_pids[sites]}
 site_a=$(sed -n 's/^site a //p' "$tmp/sites.out")
 site_b=$(sed -n 's/^site b //p' "$tmp/sites.out")
 # The global limit: what is pinned now is about 90% of it.
@@ -205,7 +173,7 @@ sed 's/^/#   /' "$tmp/text"
 
 # 4. The holders gone: the stack buffer stays known from the events.
 for h in stack churn nohuge huge pinner sites; do
-	stop "$h"
+	mrpin_release "$h"
 done
 "$CTL" limit reset
 doctor -j
