@@ -57,8 +57,21 @@ static DEFINE_HASHTABLE(mrpin_procs_hash, MRPIN_OWNER_HASH_BITS);
 DEFINE_HASHTABLE(mrpin_users_hash, MRPIN_OWNER_HASH_BITS);
 DEFINE_HASHTABLE(mrpin_cgs_hash, MRPIN_OWNER_HASH_BITS);
 LIST_HEAD(mrpin_procs);
-/* Protects the owner hashes and mrpin_procs; see the lock map above. */
+static LIST_HEAD(mrpin_cgs);
+/* Protects the owner hashes, mrpin_procs and mrpin_cgs; see above. */
 DEFINE_MUTEX(mrpin_owners_lock);
+
+/*
+ * Reaping: each new record looks at the next MRPIN_REAP_BATCH records of
+ * its kind, round the list from a cursor, and frees those parked for good.
+ * A new record costs O(1), and a full round of a list of N records takes
+ * N / MRPIN_REAP_BATCH new records, during which it gains fewer than that:
+ * records parked for good stay a fraction of the live ones.
+ */
+#define MRPIN_REAP_BATCH 4
+/* The next records to look at; under mrpin_owners_lock. */
+static struct list_head *mrpin_procs_cursor = &mrpin_procs;
+static struct list_head *mrpin_cgs_cursor = &mrpin_cgs;
 
 static struct kmem_cache *mrpin_proc_cache;
 static struct kmem_cache *mrpin_user_cache;
@@ -114,29 +127,38 @@ static void mrpin_proc_free(struct mrpin_proc *proc)
 	call_rcu(&proc->rcu, mrpin_proc_free_rcu);
 }
 
-/* Unlink a parked record and free it after RCU readers are done. */
+/* Unlink a record and free it after RCU readers are done. */
 static void mrpin_proc_del_locked(struct mrpin_proc *proc)
 {
 	lockdep_assert_held(&mrpin_owners_lock);
+	if (mrpin_procs_cursor == &proc->node)
+		mrpin_procs_cursor = proc->node.next;
 	hash_del_rcu(&proc->hnode);
-	list_del(&proc->node);
-	WARN_ONCE(atomic64_read(&proc->usage.pins) ||
-		  atomic64_read(&proc->usage.pinned_bytes),
-		  "mrpin: pid %d (%s) record freed with pins left\n",
-		  proc->tgid, proc->comm);
+	list_del_rcu(&proc->node);
 	mrpin_proc_free(proc);
 }
 
-/* Free the parked records of address spaces that have exited. */
+/*
+ * Free the parked records of address spaces that have exited, looking at
+ * MRPIN_REAP_BATCH records from the cursor on.
+ */
 static void mrpin_proc_reap_locked(void)
 {
-	struct mrpin_proc *proc, *tmp;
+	struct list_head *pos;
+	struct mrpin_proc *proc;
+	int i;
 
 	lockdep_assert_held(&mrpin_owners_lock);
-	list_for_each_entry_safe(proc, tmp, &mrpin_procs, node)
+	for (i = 0; i < MRPIN_REAP_BATCH && !list_empty(&mrpin_procs); i++) {
+		pos = mrpin_procs_cursor;
+		if (pos == &mrpin_procs)
+			pos = pos->next;
+		mrpin_procs_cursor = pos->next;
+		proc = list_entry(pos, struct mrpin_proc, node);
 		if (!atomic_read(&proc->ref) &&
 		    !atomic_read(&proc->mm->mm_users))
 			mrpin_proc_del_locked(proc);
+	}
 }
 
 /**
@@ -183,7 +205,7 @@ struct mrpin_proc *mrpin_proc_get_current(void)
 	} else {
 		mrpin_proc_reap_locked();
 		hash_add_rcu(mrpin_procs_hash, &new->hnode, (unsigned long)mm);
-		list_add_tail(&new->node, &mrpin_procs);
+		list_add_tail_rcu(&new->node, &mrpin_procs);
 		proc = new;
 		new = NULL;
 	}
@@ -296,38 +318,49 @@ static struct mrpin_cg *mrpin_cg_find_rcu(u64 id)
 	return NULL;
 }
 
+/* Unlink a parked record, drop its parent and free it after RCU readers. */
+static void mrpin_cg_del_locked(struct mrpin_cg *cg)
+{
+	lockdep_assert_held(&mrpin_owners_lock);
+	if (mrpin_cgs_cursor == &cg->node)
+		mrpin_cgs_cursor = cg->node.next;
+	hash_del_rcu(&cg->hnode);
+	list_del(&cg->node);
+	if (cg->parent)
+		atomic_dec(&cg->parent->ref);
+	call_rcu(&cg->rcu, mrpin_cg_free_rcu);
+}
+
 /*
- * Free the parked records of cgroups that no longer exist; freeing one
- * drops its parent's reference, which may park (and free) the parent.
- * Called when a new record is made, so that cgroup churn (a cgroup per
- * job) cannot grow the table without bound.
+ * Free the parked records of cgroups that no longer exist, looking at
+ * MRPIN_REAP_BATCH records from the cursor on.  Called when a new record is
+ * made, so that cgroup churn (a cgroup per job) cannot grow the table
+ * without bound; freeing a record drops its parent's reference, which may
+ * park the parent: a later round frees it.
  */
 static void mrpin_cg_reap_locked(void)
 {
-	struct mrpin_cg *cg, *parent;
-	struct hlist_node *tmp;
+	struct list_head *pos;
 	struct cgroup *cgrp;
-	bool again;
-	int bkt;
+	struct mrpin_cg *cg;
+	int i;
 
 	lockdep_assert_held(&mrpin_owners_lock);
-	do {
-		again = false;
-		hash_for_each_safe(mrpin_cgs_hash, bkt, tmp, cg, hnode) {
-			if (atomic_read(&cg->ref))
-				continue;
-			cgrp = cgroup_get_from_id(cg->id);
-			if (!IS_ERR(cgrp)) {
-				cgroup_put(cgrp);
-				continue;
-			}
-			hash_del_rcu(&cg->hnode);
-			parent = cg->parent;
-			call_rcu(&cg->rcu, mrpin_cg_free_rcu);
-			if (parent && atomic_dec_and_test(&parent->ref))
-				again = true;
+	for (i = 0; i < MRPIN_REAP_BATCH && !list_empty(&mrpin_cgs); i++) {
+		pos = mrpin_cgs_cursor;
+		if (pos == &mrpin_cgs)
+			pos = pos->next;
+		mrpin_cgs_cursor = pos->next;
+		cg = list_entry(pos, struct mrpin_cg, node);
+		if (atomic_read(&cg->ref))
+			continue;
+		cgrp = cgroup_get_from_id(cg->id);
+		if (!IS_ERR(cgrp)) {
+			cgroup_put(cgrp);
+			continue;
 		}
-	} while (again);
+		mrpin_cg_del_locked(cg);
+	}
 }
 
 /**
@@ -382,8 +415,10 @@ struct mrpin_cg *mrpin_cg_get(struct cgroup *cgrp)
 	}
 	if (leaf != found)
 		mrpin_cg_reap_locked();
-	for (cg = leaf; cg && cg != found; cg = cg->parent)
+	for (cg = leaf; cg && cg != found; cg = cg->parent) {
 		hash_add_rcu(mrpin_cgs_hash, &cg->hnode, cg->id);
+		list_add_tail(&cg->node, &mrpin_cgs);
+	}
 	mutex_unlock(&mrpin_owners_lock);
 	return leaf;
 
@@ -414,10 +449,33 @@ void mrpin_cg_put(struct mrpin_cg *cg)
 
 /* --- charges --- */
 
+/*
+ * Subtract @n from @counter, stopping at zero.  Return false when it held
+ * less than @n: a bug, the caller warns.
+ */
+static bool mrpin_counter_try_sub(atomic64_t *counter, u64 n)
+{
+	s64 old = atomic64_read(counter), new;
+
+	do {
+		new = (u64)old >= n ? old - n : 0;
+	} while (!atomic64_try_cmpxchg(counter, &old, new));
+	return (u64)old >= n;
+}
+
+/*
+ * Take one pin of @bytes off @c.  Never below zero: an uncharge of what
+ * was not charged is a bug, warned of once (as misc_cg_cancel_charge()
+ * does), and the counter stays at zero rather than wrapping round to
+ * refuse every pin after it.
+ */
 static void mrpin_counter_sub(struct mrpin_counter *c, u64 bytes)
 {
-	atomic64_dec(&c->pins);
-	atomic64_sub(bytes, &c->pinned_bytes);
+	bool pins_ok = mrpin_counter_try_sub(&c->pins, 1);
+	bool bytes_ok = mrpin_counter_try_sub(&c->pinned_bytes, bytes);
+
+	WARN_ONCE(!pins_ok || !bytes_ok,
+		  "mrpin: uncharge of %llu bytes below zero\n", bytes);
 }
 
 static void mrpin_max64(atomic64_t *peak, s64 value)
@@ -660,12 +718,66 @@ int mrpin_account_init(void)
 	return -ENOMEM;
 }
 
+/* Report a cgroup record left with references at unload, with its path. */
+static void mrpin_cg_report_left(const struct mrpin_cg *cg)
+{
+	struct cgroup *cgrp = cgroup_get_from_id(cg->id);
+	char *path = kmalloc(PATH_MAX, GFP_KERNEL);
+
+	if (!path || IS_ERR(cgrp) || cgroup_path(cgrp, path, PATH_MAX) < 0)
+		pr_err("mrpin: record of cgroup %llu left with %d references, %lld pins\n",
+		       cg->id, atomic_read(&cg->ref),
+		       atomic64_read(&cg->usage.pins));
+	else
+		pr_err("mrpin: record of cgroup %s left with %d references, %lld pins\n",
+		       path, atomic_read(&cg->ref),
+		       atomic64_read(&cg->usage.pins));
+	if (!IS_ERR(cgrp))
+		cgroup_put(cgrp);
+	kfree(path);
+}
+
+/*
+ * Free the cgroup records, children first (a record holds its parent):
+ * round after round while one frees something, so that a record still
+ * referenced (a leak) cannot keep unload going round for ever.  What is
+ * left then is reported, record by record, and freed all the same: no pin
+ * is left to use it.  Return whether anything was left.
+ */
+static bool mrpin_cgs_free_locked(void)
+{
+	struct mrpin_cg *cg, *tmp;
+	bool progress, left = false;
+
+	lockdep_assert_held(&mrpin_owners_lock);
+	do {
+		progress = false;
+		list_for_each_entry_safe(cg, tmp, &mrpin_cgs, node) {
+			if (atomic_read(&cg->ref))
+				continue;
+			mrpin_cg_del_locked(cg);
+			progress = true;
+		}
+	} while (progress);
+	list_for_each_entry(cg, &mrpin_cgs, node)
+		mrpin_cg_report_left(cg);
+	list_for_each_entry_safe(cg, tmp, &mrpin_cgs, node) {
+		left = true;
+		cg->parent = NULL;
+		mrpin_cg_del_locked(cg);
+	}
+	return left;
+}
+
 /**
- * mrpin_account_exit() - check that nothing is left charged
+ * mrpin_account_exit() - check that nothing is left charged, free the records
  *
- * Called after every pin record was dropped: any process record left is a
- * leak of references, reported with its owner.  User and cgroup records,
- * kept for reuse, are freed here, and so are the records' caches.
+ * Called after every pin record was dropped: a process or cgroup record
+ * still referenced is a leak of references, reported with its owner, then
+ * freed with the others (nothing can use it any more); one warning says
+ * that something was left.  User and cgroup records, kept for reuse, are
+ * freed here, and so are the records' caches.  Never waits for a reference
+ * to go.
  *
  * Context: process context.
  */
@@ -674,37 +786,33 @@ void mrpin_account_exit(void)
 	struct mrpin_proc *proc, *ptmp;
 	struct mrpin_user *user;
 	struct hlist_node *tmp;
-	struct mrpin_cg *cg;
+	bool left = false;
 	int bkt;
 
 	mutex_lock(&mrpin_owners_lock);
 	list_for_each_entry_safe(proc, ptmp, &mrpin_procs, node) {
-		if (atomic_read(&proc->ref))
-			pr_err("mrpin: record of pid %d (%s) left with %lld pins\n",
-			       proc->tgid, proc->comm,
+		if (atomic_read(&proc->ref)) {
+			pr_err("mrpin: record of pid %d (%s) left with %d references, %lld pins\n",
+			       proc->tgid, proc->comm, atomic_read(&proc->ref),
 			       atomic64_read(&proc->usage.pins));
-		else
-			mrpin_proc_del_locked(proc);
+			left = true;
+		}
+		mrpin_proc_del_locked(proc);
 	}
-	WARN_ON(!list_empty(&mrpin_procs));
 	hash_for_each_safe(mrpin_users_hash, bkt, tmp, user, hnode) {
-		WARN_ON(atomic64_read(&user->usage.pins));
+		if (atomic64_read(&user->usage.pins)) {
+			pr_err("mrpin: record of uid %u left with %lld pins\n",
+			       from_kuid_munged(&init_user_ns, user->uid),
+			       atomic64_read(&user->usage.pins));
+			left = true;
+		}
 		hash_del_rcu(&user->hnode);
 		call_rcu(&user->rcu, mrpin_user_free_rcu);
 	}
-	/* Children first: a record holds its parent. */
-	while (!hash_empty(mrpin_cgs_hash)) {
-		hash_for_each_safe(mrpin_cgs_hash, bkt, tmp, cg, hnode) {
-			if (atomic_read(&cg->ref))
-				continue;
-			hash_del_rcu(&cg->hnode);
-			if (cg->parent)
-				atomic_dec(&cg->parent->ref);
-			call_rcu(&cg->rcu, mrpin_cg_free_rcu);
-		}
-	}
+	left |= mrpin_cgs_free_locked();
 	mutex_unlock(&mrpin_owners_lock);
-	WARN_ON(atomic64_read(&mrpin_stats.usage.pins) ||
-		atomic64_read(&mrpin_stats.usage.pinned_bytes));
+	WARN_ONCE(left || atomic64_read(&mrpin_stats.usage.pins) ||
+		  atomic64_read(&mrpin_stats.usage.pinned_bytes),
+		  "mrpin: records left at unload\n");
 	mrpin_account_destroy_caches();
 }

@@ -102,6 +102,7 @@ void mrpin_dev_name(struct mrpin_dev *dev, char *buf, size_t len);
  * struct mrpin_proc - the pins of one address space (one process)
  * @hnode:	in the owner hash, keyed by @mm (RCU readers)
  * @node:	on mrpin_procs, in creation order, under mrpin_owners_lock
+ *		(RCU readers)
  * @ref:	one per live pin, plus transient references from the pin path;
  *		zero: parked (see mrpin_proc_put()); an atomic_t for that reason
  * @mm:		the owning address space (the key; held with mmgrab())
@@ -182,6 +183,7 @@ struct mrpin_user {
 /**
  * struct mrpin_cg - the pins made in one cgroup (v2) and its descendants
  * @hnode:	in the owner hash, keyed by @id
+ * @node:	on account.c's list of cgroup records, under mrpin_owners_lock
  * @ref:	one per live pin made in this very cgroup, one per child record;
  *		zero: parked, kept for the next pin (see mrpin_cg_put()).  An
  *		atomic_t, not a refcount_t: zero is a normal state here
@@ -195,6 +197,7 @@ struct mrpin_user {
  */
 struct mrpin_cg {
 	struct hlist_node hnode;
+	struct list_head node;
 	atomic_t ref;
 	u64 id;
 	struct mrpin_cg *parent;
