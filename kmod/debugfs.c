@@ -16,8 +16,10 @@
  * refuses to open `limits` here; the 0400 files, `events` included (no
  * ioctl, no mmap), stay readable.
  *
- * Cost: `devices`, `procs`, `users`, `cgroups` and `stats` print from the per-device, per-process
- * and global counters and never walk the pins.  `pins` walks the live pins
+ * Cost: `devices`, `procs`, `users`, `cgroups` and `stats` print from the
+ * per-device, per-process and global counters and never walk the pins;
+ * `procs`, `users` and `cgroups` walk the owner records under RCU, never
+ * holding the lock that the first pin of a new process takes.  `pins` walks the live pins
  * in slot order under RCU, one seq_file chunk at a time, so a reader of a
  * large table never holds off registrations.
  */
@@ -116,7 +118,7 @@ static void mrpin_seq_limit(struct seq_file *m, u64 bytes)
 		seq_printf(m, " %llu", bytes);
 }
 
-/* One line of `procs`; called under mrpin_owners_lock. */
+/* One line of `procs`; the caller holds a reference on @proc. */
 static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 			    char *path, size_t path_len)
 {
@@ -183,11 +185,24 @@ static int procs_show(struct seq_file *m, void *v)
 	if (!path)
 		return -ENOMEM;
 	seq_puts(m, "# pid comm uid cgroup pins pinned_bytes peak_bytes vm_pinned_bytes memlock_bytes denials bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist\n");
-	mutex_lock(&mrpin_owners_lock);
-	list_for_each_entry(proc, &mrpin_procs, node)
+	/*
+	 * Under RCU, never mrpin_owners_lock: a reader of a long table must
+	 * not hold off the first pin of a new process.  A reference keeps a
+	 * record on the list (only parked records leave it) and its mm held
+	 * while it prints outside RCU; a parked record has no pin to show.
+	 */
+	rcu_read_lock();
+	list_for_each_entry_rcu(proc, &mrpin_procs, node) {
+		if (!atomic64_read(&proc->usage.pins) ||
+		    !atomic_inc_not_zero(&proc->ref))
+			continue;
+		rcu_read_unlock();
 		if (atomic64_read(&proc->usage.pins))
 			mrpin_proc_show(m, proc, path, PATH_MAX);
-	mutex_unlock(&mrpin_owners_lock);
+		rcu_read_lock();
+		mrpin_proc_put(proc);
+	}
+	rcu_read_unlock();
 	kfree(path);
 	return 0;
 }
@@ -199,8 +214,9 @@ static int users_show(struct seq_file *m, void *v)
 	int bkt;
 
 	seq_puts(m, "# uid pins pinned_bytes\n");
-	mutex_lock(&mrpin_owners_lock);
-	hash_for_each(mrpin_users_hash, bkt, user, hnode) {
+	/* User records go only at unload: RCU keeps the walk safe. */
+	rcu_read_lock();
+	hash_for_each_rcu(mrpin_users_hash, bkt, user, hnode) {
 		/* Records stay after their last pin: show the ones in use. */
 		if (!atomic64_read(&user->usage.pins))
 			continue;
@@ -209,7 +225,7 @@ static int users_show(struct seq_file *m, void *v)
 			   atomic64_read(&user->usage.pins),
 			   atomic64_read(&user->usage.pinned_bytes));
 	}
-	mutex_unlock(&mrpin_owners_lock);
+	rcu_read_unlock();
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(users);
@@ -226,10 +242,17 @@ static int cgroups_show(struct seq_file *m, void *v)
 	if (!path)
 		return -ENOMEM;
 	seq_puts(m, "# id cgroup pins pinned_bytes\n");
-	mutex_lock(&mrpin_owners_lock);
-	hash_for_each(mrpin_cgs_hash, bkt, cg, hnode) {
-		if (!atomic64_read(&cg->usage.pins))
+	/*
+	 * As `procs`: under RCU, a reference on each record printed, which
+	 * keeps it in the hash (only parked records leave it); a record with
+	 * pins in its subtree has a pin or a child, hence references.
+	 */
+	rcu_read_lock();
+	hash_for_each_rcu(mrpin_cgs_hash, bkt, cg, hnode) {
+		if (!atomic64_read(&cg->usage.pins) ||
+		    !atomic_inc_not_zero(&cg->ref))
 			continue;
+		rcu_read_unlock();
 		cgrp = cgroup_get_from_id(cg->id);
 		if (IS_ERR(cgrp) || cgroup_path(cgrp, path, PATH_MAX) < 0)
 			strscpy(path, "-", PATH_MAX);
@@ -239,8 +262,10 @@ static int cgroups_show(struct seq_file *m, void *v)
 		seq_escape(m, path, MRPIN_ESCAPE);
 		seq_printf(m, " %lld %lld\n", atomic64_read(&cg->usage.pins),
 			   atomic64_read(&cg->usage.pinned_bytes));
+		rcu_read_lock();
+		mrpin_cg_put(cg);
 	}
-	mutex_unlock(&mrpin_owners_lock);
+	rcu_read_unlock();
 	kfree(path);
 	return 0;
 }
@@ -248,8 +273,7 @@ DEFINE_SHOW_ATTRIBUTE(cgroups);
 
 static int leaks_show(struct seq_file *m, void *v)
 {
-	mrpin_leaks_show(m);
-	return 0;
+	return mrpin_leaks_show(m);
 }
 DEFINE_SHOW_ATTRIBUTE(leaks);
 

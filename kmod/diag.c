@@ -379,16 +379,18 @@ void mrpin_diag_release(struct mrpin_pin *pin, bool cleanup)
  * @m: the seq_file
  *
  * Context: process context.
+ * Return: 0, or -ENOMEM when there is no memory for a copy of the table
+ * (never a table cut short).
  */
-void mrpin_leaks_show(struct seq_file *m)
+int mrpin_leaks_show(struct seq_file *m)
 {
 	struct mrpin_leak *leaks;
 	int i;
 
 	leaks = kmalloc_objs(*leaks, MRPIN_LEAKS);
-	seq_puts(m, "# comm uid count bytes last_time_ns\n");
 	if (!leaks)
-		return;
+		return -ENOMEM;
+	seq_puts(m, "# comm uid count bytes last_time_ns\n");
 	spin_lock(&mrpin_leaks_lock);
 	memcpy(leaks, mrpin_leaks, sizeof(mrpin_leaks));
 	spin_unlock(&mrpin_leaks_lock);
@@ -401,4 +403,5 @@ void mrpin_leaks_show(struct seq_file *m)
 			   leaks[i].count, leaks[i].bytes, leaks[i].last_ns);
 	}
 	kfree(leaks);
+	return 0;
 }

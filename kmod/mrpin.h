@@ -478,7 +478,7 @@ extern const struct file_operations mrpin_events_fops;
 int mrpin_diag_prepare(struct mrpin_pin *pin);
 void mrpin_diag_commit(struct mrpin_pin *pin, struct ib_umem *umem);
 void mrpin_diag_release(struct mrpin_pin *pin, bool cleanup);
-void mrpin_leaks_show(struct seq_file *m);
+int mrpin_leaks_show(struct seq_file *m);
 
 /* hook.c */
 int mrpin_hook_init(void);
