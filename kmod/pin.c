@@ -239,9 +239,10 @@ static void mrpin_pin_forget(struct mrpin_pin *pin, bool released)
  * Put a record in the table by umem.  A record already there for the same
  * umem is stale: that umem was freed without mrpin seeing its release, and
  * the address came back.  hook.c's load and unload order rules that out;
- * should it happen anyway, the stale record is dropped, as released, with
- * a warning.  -EBUSY (a rehash already running while the table is over
- * full) passes once the rehash worker has run.
+ * should it happen anyway, the stale record is dropped, as released (its
+ * facts too: the backing counters stay exact), with a warning.  -EBUSY
+ * (a rehash already running while the table is over full) passes once the
+ * rehash worker has run.
  */
 static int mrpin_pin_publish(struct mrpin_pin *pin)
 {
@@ -266,6 +267,7 @@ static int mrpin_pin_publish(struct mrpin_pin *pin)
 		pr_warn_once("mrpin: a pin of pid %d was released unseen\n",
 			     old->proc->tgid);
 		xa_erase(&mrpin_pins, old->slot);
+		mrpin_diag_release(old, false);
 		mrpin_pin_forget(old, true);
 	}
 }
