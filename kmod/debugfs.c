@@ -390,7 +390,7 @@ static int pins_show(struct seq_file *m, void *v)
 {
 	struct mrpin_pin *pin = v;
 	char name[IB_DEVICE_NAME_MAX];
-	char caller[KSYM_SYMBOL_LEN];
+	char *caller = m->private;	/* KSYM_SYMBOL_LEN bytes */
 	u64 bytes, huge;
 
 	if (v == SEQ_START_TOKEN) {
@@ -399,7 +399,7 @@ static int pins_show(struct seq_file *m, void *v)
 	}
 	mrpin_dev_name(pin->dev, name, sizeof(name));
 	/* "%ps" adds " [module]": keep the function name, one column. */
-	snprintf(caller, sizeof(caller), "%ps", (void *)pin->caller);
+	snprintf(caller, KSYM_SYMBOL_LEN, "%ps", (void *)pin->caller);
 	caller[strcspn(caller, " ")] = '\0';
 	seq_printf(m, "%llu %d ", pin->id, pin->proc->tgid);
 	seq_escape(m, pin->proc->comm, MRPIN_ESCAPE);
@@ -423,7 +423,20 @@ static const struct seq_operations pins_sops = {
 	.stop = pins_stop,
 	.show = pins_show,
 };
-DEFINE_SEQ_ATTRIBUTE(pins);
+
+/* A buffer for the caller's name per open file: too big for the stack. */
+static int pins_open(struct inode *inode, struct file *file)
+{
+	return seq_open_private(file, &pins_sops, KSYM_SYMBOL_LEN) ? -ENOMEM : 0;
+}
+
+static const struct file_operations pins_fops = {
+	.owner = THIS_MODULE,
+	.open = pins_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = seq_release_private,
+};
 
 /**
  * mrpin_debugfs_init() - create /sys/kernel/debug/mrpin/

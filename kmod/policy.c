@@ -16,8 +16,8 @@
  * any lock, and a write to `limits` builds a complete new snapshot from a
  * copy of the current one and swaps it in.  That is what makes a write a
  * transaction: every line takes effect, or (on the first error) none.  uid
- * and cgroup rules sit in one array sorted by (scope, id), searched with
- * bsearch(); a cgroup rule is keyed by the cgroup's id, resolved from its
+ * and cgroup rules sit in one array sorted by (scope, id), searched by
+ * halves; a cgroup rule is keyed by the cgroup's id, resolved from its
  * path when the rule is written.
  *
  * Grammar (one rule per line; `#` starts a comment; blank lines are fine):
@@ -37,7 +37,6 @@
  *
  * Locking: mrpin_policy_lock (mutex) serialises writers; readers use RCU.
  */
-#include <linux/bsearch.h>
 #include <linux/capability.h>
 #include <linux/cgroup.h>
 #include <linux/ctype.h>
@@ -425,24 +424,45 @@ static void mrpin_policy_defaults(struct mrpin_policy *policy)
 
 /* --- snapshots --- */
 
-static int mrpin_rule_cmp(const void *a, const void *b)
+/* Rules sort by (scope, id). */
+static int mrpin_rule_key_cmp(const struct mrpin_rule *rule,
+			      enum mrpin_scope scope, u64 id)
 {
-	const struct mrpin_rule *x = a, *y = b;
-
-	if (x->scope != y->scope)
-		return x->scope < y->scope ? -1 : 1;
-	if (x->id != y->id)
-		return x->id < y->id ? -1 : 1;
+	if (rule->scope != scope)
+		return rule->scope < scope ? -1 : 1;
+	if (rule->id != id)
+		return rule->id < id ? -1 : 1;
 	return 0;
 }
 
+static int mrpin_rule_cmp(const void *a, const void *b)
+{
+	const struct mrpin_rule *y = b;
+
+	return mrpin_rule_key_cmp(a, y->scope, y->id);
+}
+
+/*
+ * A binary search by (scope, id), with no struct mrpin_rule for a key: the
+ * pin path calls it, and a rule is over 300 bytes.
+ */
 static struct mrpin_rule *mrpin_rule_find(const struct mrpin_policy *policy,
 					  enum mrpin_scope scope, u64 id)
 {
-	struct mrpin_rule key = { .scope = scope, .id = id };
+	unsigned int lo = 0, hi = policy->nr_rules, mid;
+	int cmp;
 
-	return bsearch(&key, policy->rules, policy->nr_rules,
-		       sizeof(*policy->rules), mrpin_rule_cmp);
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		cmp = mrpin_rule_key_cmp(&policy->rules[mid], scope, id);
+		if (!cmp)
+			return &policy->rules[mid];
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
 }
 
 static void mrpin_policy_free(struct mrpin_policy *policy)
@@ -564,22 +584,24 @@ static int mrpin_parse_uid(const char *tok, u64 *id)
 	return 0;
 }
 
-static int mrpin_parse_cgroup(const char *tok, struct mrpin_rule *rule,
-			      const char **why)
+/*
+ * The cgroup path @tok, unescaped in place (an escape is never shorter than
+ * what it stands for); it must fit a rule's path.
+ */
+static int mrpin_parse_cgroup(char *tok, u64 *id, const char **why)
 {
 	struct cgroup *cgrp;
 
-	if (mrpin_unescape(rule->path, tok, sizeof(rule->path)) ||
-	    rule->path[0] != '/') {
+	if (mrpin_unescape(tok, tok, MRPIN_PATH_MAX) || tok[0] != '/') {
 		*why = "expected a cgroup path starting with /";
 		return -EINVAL;
 	}
-	cgrp = cgroup_get_from_path(rule->path);
+	cgrp = cgroup_get_from_path(tok);
 	if (IS_ERR(cgrp)) {
 		*why = "no such cgroup";
 		return -EINVAL;
 	}
-	rule->id = cgroup_id(cgrp);
+	*id = cgroup_id(cgrp);
 	cgroup_put(cgrp);
 	return 0;
 }
@@ -637,8 +659,9 @@ static int mrpin_apply_line(struct mrpin_policy *policy, char *line,
 			    const char **why)
 {
 	char *toks[MRPIN_MAX_TOKENS], *tok;
-	struct mrpin_rule key = { }, *rule;
+	struct mrpin_rule *rule;
 	int n = 0, scope;
+	u64 id;
 
 	while ((tok = strsep(&line, " \t\r"))) {
 		if (!*tok)
@@ -681,16 +704,15 @@ static int mrpin_apply_line(struct mrpin_policy *policy, char *line,
 						  "expected a cgroup path";
 		return -EINVAL;
 	}
-	key.scope = scope;
 	if (scope == MRPIN_SCOPE_UID) {
-		if (mrpin_parse_uid(toks[1], &key.id)) {
+		if (mrpin_parse_uid(toks[1], &id)) {
 			*why = "expected a uid";
 			return -EINVAL;
 		}
-	} else if (mrpin_parse_cgroup(toks[1], &key, why)) {
+	} else if (mrpin_parse_cgroup(toks[1], &id, why)) {
 		return -EINVAL;
 	}
-	rule = mrpin_rule_find(policy, key.scope, key.id);
+	rule = mrpin_rule_find(policy, scope, id);
 
 	if (n > 2 && !strcmp(toks[2], "delete")) {
 		if (n > 3) {
@@ -711,13 +733,17 @@ static int mrpin_apply_line(struct mrpin_policy *policy, char *line,
 			*why = "too many rules";
 			return -EINVAL;
 		}
-		mrpin_limits_unlimited(&key.lim);
 		rule = &policy->rules[policy->nr_rules++];
-		*rule = key;
+		memset(rule, 0, sizeof(*rule));
+		rule->scope = scope;
+		rule->id = id;
+		if (scope == MRPIN_SCOPE_CGROUP)
+			strscpy(rule->path, toks[1], sizeof(rule->path));
+		mrpin_limits_unlimited(&rule->lim);
 		/* Keep the array sorted for mrpin_rule_find(). */
 		sort(policy->rules, policy->nr_rules, sizeof(*rule),
 		     mrpin_rule_cmp, NULL);
-		rule = mrpin_rule_find(policy, key.scope, key.id);
+		rule = mrpin_rule_find(policy, scope, id);
 	}
 	return mrpin_apply_keys(&rule->lim, false, toks + 2, n - 2, why);
 }
