@@ -22,9 +22,10 @@
  * VmPin whenever no registration is in flight.
  *
  * Words: "try_charge" adds a pin to its owners and checks the limits;
- * "commit" counts a charged pin the kernel made as a registration;
- * "uncharge" takes the pin back, as a release or as the rollback of a pin
- * that was refused or failed.
+ * "count_registration" counts a charged pin the kernel made; "uncharge"
+ * takes the pin back, as a release or as the rollback of a pin that was
+ * refused or failed; "deny" counts and reports a refusal.  The charge API
+ * takes a struct mrpin_charge (owners, device, bytes), never the pin.
  *
  * Process records are keyed by mm, not by pid: ib_umem_get() charges
  * current->mm and ib_umem_release() uncharges umem->owning_mm, possibly from
@@ -166,16 +167,13 @@ static void mrpin_proc_reap_locked(void)
  *
  * Finds or creates the record of current->mm and takes a reference.
  *
- * Context: process context, may sleep.
- * Return: the record; NULL for a task without an mm; ERR_PTR(-ENOMEM).
+ * Context: process context, may sleep; current has an mm.
+ * Return: the record, or ERR_PTR(-ENOMEM).
  */
 struct mrpin_proc *mrpin_proc_get_current(void)
 {
 	struct mm_struct *mm = current->mm;
 	struct mrpin_proc *proc, *new;
-
-	if (!mm)
-		return NULL;
 
 	rcu_read_lock();
 	proc = mrpin_proc_find_rcu(mm);
@@ -562,9 +560,27 @@ static bool mrpin_level_try_charge(struct mrpin_counter *c,
 }
 
 /**
+ * mrpin_deny() - count a refused pin and report it
+ * @proc: the process whose pin is refused
+ * @v: the limit or rule that refused it
+ *
+ * The one place a refusal is counted, whichever rule refused (a limit
+ * here, the stack rule in diag.c).
+ *
+ * Context: process context (the registering task); does not sleep.
+ */
+void mrpin_deny(struct mrpin_proc *proc, const struct mrpin_violation *v)
+{
+	spin_lock(&proc->lock);
+	proc->denials++;
+	spin_unlock(&proc->lock);
+	atomic64_inc(&mrpin_stats.denials_total);
+	mrpin_report(v);
+}
+
+/**
  * mrpin_try_charge() - charge a pin about to be made, within every limit
- * @pin: the prepared pin: owners (proc, user, cg) and device set
- * @bytes: the bytes the pin will hold (see mrpin_pin_bytes())
+ * @c: the pin's owners (proc, user, cg), device and bytes
  * @cgrp: the cgroup the pin is made in, held by the caller
  *
  * Charges the machine, the process, the user and the cgroup chain, each
@@ -574,12 +590,13 @@ static bool mrpin_level_try_charge(struct mrpin_counter *c,
  * Context: process context.
  * Return: 0, or -ENOMEM when the pin is refused.
  */
-int mrpin_try_charge(struct mrpin_pin *pin, u64 bytes, struct cgroup *cgrp)
+int mrpin_try_charge(const struct mrpin_charge *c, struct cgroup *cgrp)
 {
-	struct mrpin_proc *proc = pin->proc;
+	struct mrpin_proc *proc = c->proc;
 	struct mrpin_cg *cg, *failed_cg = NULL;
 	struct mrpin_violation v;
 	struct cgroup *old = NULL;
+	u64 bytes = c->bytes;
 	int level = 0;
 
 	/* level: how many levels are charged, for the rollback. */
@@ -592,12 +609,12 @@ int mrpin_try_charge(struct mrpin_pin *pin, u64 bytes, struct cgroup *cgrp)
 				    proc->tgid, bytes, &v))
 		goto rollback;
 	level++;
-	if (!mrpin_level_try_charge(&pin->user->usage, MRPIN_SCOPE_UID,
-				    from_kuid(&init_user_ns, pin->user->uid),
+	if (!mrpin_level_try_charge(&c->user->usage, MRPIN_SCOPE_UID,
+				    from_kuid(&init_user_ns, c->user->uid),
 				    bytes, &v))
 		goto rollback;
 	level++;
-	for (cg = pin->cg; cg; cg = cg->parent) {
+	for (cg = c->cg; cg; cg = cg->parent) {
 		if (!mrpin_level_try_charge(&cg->usage, MRPIN_SCOPE_CGROUP,
 					    cg->id, bytes, &v)) {
 			failed_cg = cg;
@@ -606,7 +623,7 @@ int mrpin_try_charge(struct mrpin_pin *pin, u64 bytes, struct cgroup *cgrp)
 	}
 	rcu_read_unlock();
 
-	mrpin_counter_add(&pin->dev->usage, bytes);
+	mrpin_counter_add(&c->dev->usage, bytes);
 
 	spin_lock(&proc->lock);
 	proc->memlock = rlimit(RLIMIT_MEMLOCK);
@@ -626,29 +643,24 @@ rollback:
 	if (level >= 2)
 		mrpin_counter_sub(&proc->usage, bytes);
 	if (level >= 3)
-		mrpin_counter_sub(&pin->user->usage, bytes);
-	for (cg = pin->cg; level >= 3 && cg != failed_cg; cg = cg->parent)
+		mrpin_counter_sub(&c->user->usage, bytes);
+	for (cg = c->cg; level >= 3 && cg != failed_cg; cg = cg->parent)
 		mrpin_counter_sub(&cg->usage, bytes);
 	rcu_read_unlock();
 
-	spin_lock(&proc->lock);
-	proc->denials++;
-	spin_unlock(&proc->lock);
-	atomic64_inc(&mrpin_stats.denials_total);
-	mrpin_report(&v);
+	mrpin_deny(proc, &v);
 	return -ENOMEM;
 }
 
 /**
- * mrpin_commit() - count a charged pin that the kernel made
- * @pin: the pin
- * @bytes: its bytes
+ * mrpin_count_registration() - count a charged pin that the kernel made
+ * @c: its charge
  *
  * Context: any context.
  */
-void mrpin_commit(struct mrpin_pin *pin, u64 bytes)
+void mrpin_count_registration(const struct mrpin_charge *c)
 {
-	struct mrpin_proc *proc = pin->proc;
+	struct mrpin_proc *proc = c->proc;
 	u64 now = atomic64_read(&proc->usage.pinned_bytes);
 
 	spin_lock(&proc->lock);
@@ -663,24 +675,23 @@ void mrpin_commit(struct mrpin_pin *pin, u64 bytes)
 
 /**
  * mrpin_uncharge() - take a pin back from every owner
- * @pin: the pin
- * @bytes: what mrpin_try_charge() charged
- * @released: true for the release of a committed pin, false for the
+ * @c: what mrpin_try_charge() charged
+ * @released: true for the release of a registered pin, false for the
  *	rollback of a pin that failed
  *
  * Context: any context.
  */
-void mrpin_uncharge(struct mrpin_pin *pin, u64 bytes, bool released)
+void mrpin_uncharge(const struct mrpin_charge *c, bool released)
 {
-	struct mrpin_proc *proc = pin->proc;
+	struct mrpin_proc *proc = c->proc;
 	struct mrpin_cg *cg;
 
-	mrpin_counter_sub(&mrpin_stats.usage, bytes);
-	mrpin_counter_sub(&proc->usage, bytes);
-	mrpin_counter_sub(&pin->user->usage, bytes);
-	for (cg = pin->cg; cg; cg = cg->parent)
-		mrpin_counter_sub(&cg->usage, bytes);
-	mrpin_counter_sub(&pin->dev->usage, bytes);
+	mrpin_counter_sub(&mrpin_stats.usage, c->bytes);
+	mrpin_counter_sub(&proc->usage, c->bytes);
+	mrpin_counter_sub(&c->user->usage, c->bytes);
+	for (cg = c->cg; cg; cg = cg->parent)
+		mrpin_counter_sub(&cg->usage, c->bytes);
+	mrpin_counter_sub(&c->dev->usage, c->bytes);
 	if (released) {
 		spin_lock(&proc->lock);
 		proc->releases++;

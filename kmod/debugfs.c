@@ -320,9 +320,9 @@ static int callsites_show(struct seq_file *m, void *v)
 		if (!pin->callsite || n > max)
 			continue;
 		s = &sites[n++];
-		s->pid = pin->proc->tgid;
-		memcpy(s->comm, pin->proc->comm, sizeof(s->comm));
-		s->bytes = mrpin_pin_bytes(pin->start, pin->length);
+		s->pid = pin->charge.proc->tgid;
+		memcpy(s->comm, pin->charge.proc->comm, sizeof(s->comm));
+		s->bytes = pin->charge.bytes;
 		s->created_ns = pin->created_ns;
 		s->cs = *pin->callsite;
 	}
@@ -397,15 +397,15 @@ static int pins_show(struct seq_file *m, void *v)
 		seq_puts(m, "# id pid comm device start length pinned_bytes caller age_ms stack bytes_4k bytes_2m bytes_1g align oversized\n");
 		return 0;
 	}
-	mrpin_dev_name(pin->dev, name, sizeof(name));
+	mrpin_dev_name(pin->charge.dev, name, sizeof(name));
 	/* "%ps" adds " [module]": keep the function name, one column. */
 	snprintf(caller, KSYM_SYMBOL_LEN, "%ps", (void *)pin->caller);
 	caller[strcspn(caller, " ")] = '\0';
-	seq_printf(m, "%llu %d ", pin->id, pin->proc->tgid);
-	seq_escape(m, pin->proc->comm, MRPIN_ESCAPE);
+	seq_printf(m, "%llu %d ", pin->id, pin->charge.proc->tgid);
+	seq_escape(m, pin->charge.proc->comm, MRPIN_ESCAPE);
 	seq_putc(m, ' ');
 	seq_escape(m, name, MRPIN_ESCAPE);
-	bytes = mrpin_pin_bytes(pin->start, pin->length);
+	bytes = pin->charge.bytes;
 	huge = ((u64)pin->pages_2m + pin->pages_1g) << PAGE_SHIFT;
 	seq_printf(m, " %lu %zu %llu %s %llu %d %llu %llu %llu %lu %d\n",
 		   pin->start, pin->length, bytes, caller,

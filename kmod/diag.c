@@ -158,15 +158,18 @@ static void mrpin_report_diag(struct mrpin_pin *pin, enum mrpin_scope scope,
 	struct mrpin_violation v = {
 		.scope = scope,
 		.key = key,
-		.asked = mrpin_pin_bytes(pin->start, pin->length),
+		.asked = pin->charge.bytes,
 		.usage = usage,
 		.limit = limit,
 		.warn = warn,
 	};
 
 	strscpy(v.path, name, sizeof(v.path));
-	if (warn)
-		atomic64_inc(&mrpin_stats.warnings_total);
+	if (!warn) {
+		mrpin_deny(pin->charge.proc, &v);
+		return;
+	}
+	atomic64_inc(&mrpin_stats.warnings_total);
 	mrpin_report(&v);
 }
 
@@ -179,7 +182,7 @@ static void mrpin_report_diag(struct mrpin_pin *pin, enum mrpin_scope scope,
  */
 int mrpin_diag_prepare(struct mrpin_pin *pin)
 {
-	u64 bytes = mrpin_pin_bytes(pin->start, pin->length);
+	u64 bytes = pin->charge.bytes;
 	const struct mrpin_limits *global;
 	bool callsites;
 	u64 oversize;
@@ -198,10 +201,6 @@ int mrpin_diag_prepare(struct mrpin_pin *pin)
 	if (mrpin_range_on_stack(pin->start, pin->length)) {
 		pin->flags |= MRPIN_PIN_STACK;
 		if (stack == MRPIN_STACK_DENY) {
-			spin_lock(&pin->proc->lock);
-			pin->proc->denials++;
-			spin_unlock(&pin->proc->lock);
-			atomic64_inc(&mrpin_stats.denials_total);
 			mrpin_report_diag(pin, MRPIN_SCOPE_GLOBAL, "",
 					  MRPIN_EVENT_STACK, 0, 0, false);
 			return -ENOMEM;
@@ -248,7 +247,7 @@ static void mrpin_count_backing(struct mrpin_pin *pin, struct ib_umem *umem)
  */
 static void mrpin_mr_table_check(struct mrpin_pin *pin, int going)
 {
-	struct mrpin_dev *dev = pin->dev;
+	struct mrpin_dev *dev = pin->charge.dev;
 	s64 pins = atomic64_read(&dev->usage.pins) - going;
 	char name[IB_DEVICE_NAME_MAX];
 	u8 pct;
@@ -272,15 +271,15 @@ static void mrpin_mr_table_check(struct mrpin_pin *pin, int going)
 }
 
 /**
- * mrpin_diag_commit() - the facts known once the kernel made the pin
+ * mrpin_diag_pinned() - the facts known once the kernel made the pin
  * @pin: the pin
  * @umem: what ib_umem_get() returned
  *
  * Context: process context (the registering task).
  */
-void mrpin_diag_commit(struct mrpin_pin *pin, struct ib_umem *umem)
+void mrpin_diag_pinned(struct mrpin_pin *pin, struct ib_umem *umem)
 {
-	struct mrpin_proc *proc = pin->proc;
+	struct mrpin_proc *proc = pin->charge.proc;
 	u64 now = local_clock();
 
 	mrpin_count_backing(pin, umem);
@@ -351,8 +350,8 @@ static void mrpin_leak_add(struct mrpin_proc *proc, u64 bytes)
 void mrpin_diag_release(struct mrpin_pin *pin, bool cleanup)
 {
 	u64 age_us = div_u64(local_clock() - pin->created_ns, NSEC_PER_USEC);
-	u64 bytes = mrpin_pin_bytes(pin->start, pin->length);
-	struct mrpin_proc *proc = pin->proc;
+	u64 bytes = pin->charge.bytes;
+	struct mrpin_proc *proc = pin->charge.proc;
 	int bucket = age_us ? fls64(age_us) - 1 : 0;
 
 	bucket = min(bucket, MRPIN_LIFE_BUCKETS - 1);
@@ -370,7 +369,7 @@ void mrpin_diag_release(struct mrpin_pin *pin, bool cleanup)
 		atomic64_inc(&mrpin_stats.cleanup_releases_total);
 		mrpin_leak_add(proc, bytes);
 	}
-	if (atomic_read(&pin->dev->mr_table_warned))
+	if (atomic_read(&pin->charge.dev->mr_table_warned))
 		mrpin_mr_table_check(pin, 1);
 }
 

@@ -225,7 +225,7 @@ static struct ib_umem *mrpin_umem_pinned(struct mrpin_pin *pin,
 	if (pin && IS_ERR(umem))
 		mrpin_pin_abort(pin);
 	else if (pin)
-		mrpin_pin_commit(pin, umem);
+		mrpin_pin_record(pin, umem);
 	percpu_ref_put(&mrpin_hook_pinners);
 	return umem;
 }

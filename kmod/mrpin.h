@@ -7,7 +7,7 @@
  *   the VA pin --ftrace--> hook.c --> pin.c: mrpin_pin_prepare()
  *   (ib_umem_get(),                         (owner, device, charge)
  *    __ib_umem_get_va())              the real pin
- *                                     pin.c: mrpin_pin_commit() or
+ *                                     pin.c: mrpin_pin_record() or
  *                                            mrpin_pin_abort()
  *   ib_umem_release() --ftrace--> hook.c --> pin.c: mrpin_pin_unpublish()
  *                                      the real release
@@ -350,15 +350,32 @@ void mrpin_cg_put(struct mrpin_cg *cg);
 u64 mrpin_proc_vm_pinned_bytes(const struct mrpin_proc *proc);
 
 /**
+ * struct mrpin_charge - what one pin is charged to, and how much
+ * @proc:	the owning process, with a reference
+ * @user:	the owning user (user records stay until unload)
+ * @cg:		the cgroup the pin was made in, with a reference
+ * @dev:	the device, with a reference
+ * @bytes:	the bytes charged: the pages spanned, as ib_umem_get()
+ *		charges mm->pinned_vm (mrpin_pin_bytes())
+ *
+ * The charge API (account.c) takes this, never the pin: the owners and
+ * the amount are all it needs.
+ */
+struct mrpin_charge {
+	struct mrpin_proc *proc;
+	struct mrpin_user *user;
+	struct mrpin_cg *cg;
+	struct mrpin_dev *dev;
+	u64 bytes;
+};
+
+/**
  * struct mrpin_pin - one live pin (one ib_umem)
  * @node:	in the umem-keyed table (found again at release)
  * @umem:	the key; compared, never dereferenced
  * @id:		unique, increasing
  * @slot:	the pin's index in mrpin_pins
- * @proc:	the owner, with a reference
- * @dev:	the device, with a reference
- * @user:	the owning user, with a reference
- * @cg:		the cgroup the pin was made in, with a reference
+ * @charge:	the owners and device it is charged to, and the bytes
  * @start:	the user address asked for
  * @length:	the length asked for, in bytes
  * @caller:	return address into the kernel function that asked for it
@@ -378,10 +395,7 @@ struct mrpin_pin {
 	const struct ib_umem *umem;
 	u64 id;
 	u32 slot;
-	struct mrpin_proc *proc;
-	struct mrpin_dev *dev;
-	struct mrpin_user *user;
-	struct mrpin_cg *cg;
+	struct mrpin_charge charge;
 	unsigned long start;
 	size_t length;
 	unsigned long caller;
@@ -412,13 +426,12 @@ struct mrpin_callsite {
 /* Live pins by slot (a small, reused index), for the views; RCU readers. */
 extern struct xarray mrpin_pins;
 
-struct kmem_cache *mrpin_cache_create(const char *name, unsigned int size);
 int mrpin_pin_init(void);
 void mrpin_pin_exit(void);
 struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 				    unsigned long addr, size_t size,
 				    unsigned long caller);
-void mrpin_pin_commit(struct mrpin_pin *pin, struct ib_umem *umem);
+void mrpin_pin_record(struct mrpin_pin *pin, struct ib_umem *umem);
 void mrpin_pin_abort(struct mrpin_pin *pin);
 struct mrpin_pin *mrpin_pin_unpublish(struct ib_umem *umem, bool *cleanup);
 void mrpin_pin_released(struct mrpin_pin *pin, bool cleanup);
@@ -454,9 +467,13 @@ static inline u64 mrpin_ram_bytes(void)
 }
 
 /* account.c: charging a pin to every owner, checking each limit */
-int mrpin_try_charge(struct mrpin_pin *pin, u64 bytes, struct cgroup *cgrp);
-void mrpin_commit(struct mrpin_pin *pin, u64 bytes);
-void mrpin_uncharge(struct mrpin_pin *pin, u64 bytes, bool released);
+int mrpin_try_charge(const struct mrpin_charge *c, struct cgroup *cgrp);
+void mrpin_count_registration(const struct mrpin_charge *c);
+void mrpin_uncharge(const struct mrpin_charge *c, bool released);
+void mrpin_deny(struct mrpin_proc *proc, const struct mrpin_violation *v);
+
+/* util.c */
+struct kmem_cache *mrpin_cache_create(const char *name, unsigned int size);
 
 /* policy.c */
 int mrpin_policy_init(void);
@@ -476,7 +493,7 @@ extern const struct file_operations mrpin_events_fops;
 
 /* diag.c: facts about each pin, computed once */
 int mrpin_diag_prepare(struct mrpin_pin *pin);
-void mrpin_diag_commit(struct mrpin_pin *pin, struct ib_umem *umem);
+void mrpin_diag_pinned(struct mrpin_pin *pin, struct ib_umem *umem);
 void mrpin_diag_release(struct mrpin_pin *pin, bool cleanup);
 int mrpin_leaks_show(struct seq_file *m);
 
