@@ -68,6 +68,14 @@ static DEFINE_SPINLOCK(mrpin_events_lock);
 static DECLARE_WAIT_QUEUE_HEAD(mrpin_events_wait);
 static DEFINE_RATELIMIT_STATE(mrpin_report_rs, 5 * HZ, 10);
 
+static const char *const mrpin_scope_names[MRPIN_NR_SCOPES] = {
+	MRPIN_SCOPE_NAMES
+};
+
+static const char *const mrpin_event_key_names[MRPIN_NR_EVENT_KEYS] = {
+	MRPIN_EVENT_KEY_NAMES
+};
+
 /* "uid:1000", "cgroup:/jobs/a", "global", "process" */
 static void mrpin_scope_text(const struct mrpin_violation *v, char *buf,
 			     size_t len)

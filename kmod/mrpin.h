@@ -35,6 +35,7 @@
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 
+#include "mrpin_abi.h"
 #include "version.h"
 
 struct cgroup;
@@ -256,40 +257,7 @@ struct mrpin_stats {
 
 extern struct mrpin_stats mrpin_stats;
 
-/* The scopes of the rules (policy.c), then of events only. */
-enum mrpin_scope {
-	MRPIN_SCOPE_GLOBAL,
-	MRPIN_SCOPE_PROCESS,
-	MRPIN_SCOPE_UID,
-	MRPIN_SCOPE_CGROUP,
-	MRPIN_NR_RULE_SCOPES,
-	MRPIN_SCOPE_DEVICE = MRPIN_NR_RULE_SCOPES,
-	MRPIN_NR_SCOPES,
-};
-
-/*
- * The limits of a rule, indexing struct mrpin_limits.max[]; then what else
- * an event can be about (struct mrpin_violation.key).
- */
-enum mrpin_limit_key {
-	MRPIN_MAX_PINNED,
-	MRPIN_MAX_PINS,
-	MRPIN_MAX_PIN_SIZE,
-	MRPIN_NR_LIMIT_KEYS,
-	MRPIN_EVENT_STACK = MRPIN_NR_LIMIT_KEYS,
-	MRPIN_EVENT_MR_TABLE,
-	MRPIN_NR_EVENT_KEYS,
-};
-
-/* What to do with a registration of stack memory (global stack=). */
-enum mrpin_stack_action {
-	MRPIN_STACK_ALLOW,
-	MRPIN_STACK_WARN,
-	MRPIN_STACK_DENY,
-};
-
 #define MRPIN_UNLIMITED U64_MAX
-#define MRPIN_PATH_MAX 256
 
 /**
  * struct mrpin_limits - the limits of one rule
@@ -475,15 +443,63 @@ void mrpin_deny(struct mrpin_proc *proc, const struct mrpin_violation *v);
 /* util.c */
 struct kmem_cache *mrpin_cache_create(const char *name, unsigned int size);
 
-/* policy.c */
+/**
+ * enum mrpin_line_op - what a line of the `limits` grammar does
+ * @MRPIN_LINE_EMPTY:	nothing (blank, or a comment)
+ * @MRPIN_LINE_RESET:	back to the module parameters, no uid or cgroup rule
+ * @MRPIN_LINE_SET:	set the keys it names, keep the others
+ * @MRPIN_LINE_DELETE:	delete a uid or cgroup rule
+ */
+enum mrpin_line_op {
+	MRPIN_LINE_EMPTY,
+	MRPIN_LINE_RESET,
+	MRPIN_LINE_SET,
+	MRPIN_LINE_DELETE,
+};
+
+/**
+ * struct mrpin_line - one line of the `limits` grammar, as read
+ * @op:		what it does
+ * @scope:	the rule it is about (set, delete)
+ * @id:		the uid (initial namespace) or the cgroup's id
+ * @path:	a cgroup rule's path, unescaped, in the line's own buffer;
+ *		"" otherwise
+ * @set:	the keys it names (bits of enum mrpin_key)
+ * @lim:	their values (the other fields mean nothing)
+ */
+struct mrpin_line {
+	enum mrpin_line_op op;
+	enum mrpin_scope scope;
+	u64 id;
+	const char *path;
+	unsigned long set;
+	struct mrpin_limits lim;
+};
+
+/* policy_parse.c: the grammar */
+int mrpin_parse_key(struct mrpin_limits *lim, enum mrpin_key key,
+		    const char *val, const char **why);
+int mrpin_parse_line(char *line, struct mrpin_line *l, const char **why);
+void mrpin_limits_merge(struct mrpin_limits *lim, const struct mrpin_line *l);
+void mrpin_limits_unlimited(struct mrpin_limits *lim);
+void mrpin_print_limits(struct seq_file *m, const struct mrpin_limits *lim,
+			bool global);
+
+/* params.c: the module parameters */
+void mrpin_params_defaults(struct mrpin_limits *global,
+			   struct mrpin_limits *process);
+
+/* policy.c: the rules, an RCU snapshot */
 int mrpin_policy_init(void);
 void mrpin_policy_exit(void);
 const struct mrpin_limits *mrpin_policy_limits(enum mrpin_scope scope, u64 id,
 					       const char **path);
-extern const struct file_operations mrpin_limits_fops;
 const struct mrpin_limits *mrpin_policy_global(void);
-extern const char *const mrpin_scope_names[MRPIN_NR_SCOPES];
-extern const char *const mrpin_event_key_names[MRPIN_NR_EVENT_KEYS];
+int mrpin_policy_write(char *buf, unsigned int *lineno, const char **why);
+int mrpin_policy_show(struct seq_file *m);
+
+/* ctl.c: the control file `limits` */
+extern const struct file_operations mrpin_limits_fops;
 
 /* events.c */
 int mrpin_events_init(void);
