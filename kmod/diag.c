@@ -44,6 +44,7 @@
 #include <linux/uaccess.h>
 #include <rdma/ib_umem.h>
 
+#include "arch.h"
 #include "compat.h"
 #include "mrpin.h"
 

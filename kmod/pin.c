@@ -48,6 +48,7 @@
 #include <linux/slab.h>
 #include <rdma/ib_umem.h>
 
+#include "arch.h"
 #include "compat.h"
 #include "mrpin.h"
 #include "trace.h"
