@@ -35,12 +35,12 @@
  * pin stays charged to the cgroup it was made in, even after its process
  * moved or the cgroup was removed.
  *
- * Locking (outer to inner):
- *   mrpin_owners_lock (mutex): the three owner hashes and mrpin_procs;
- *	taken to create a record and to drop a record's last reference
- *   proc->lock (spinlock): a process's bookkeeping (peak, counts, cgroup)
- * Counters are atomics.  Lookups walk the hashes under RCU; records are
- * freed through RCU.
+ * Locking (mrpin.h, "Notes on locking"): mrpin_owners_lock (mutex) for
+ * the owner hashes and lists, taken to create a record, to revive a
+ * parked one and to free one; dropping a reference is an atomic decrement
+ * that at zero parks the record, never frees it.  proc->lock (spinlock)
+ * for a process's bookkeeping.  Counters are atomics.  Lookups walk the
+ * hashes under RCU; records are freed through RCU.
  *
  * Storage: each kind of record has its own slab cache (mrpin_proc,
  * mrpin_user, mrpin_cgroup), so that its objects show in /proc/slabinfo and

@@ -17,6 +17,47 @@
  * per-device records, debugfs.c only reads them.  Every record is freed
  * through RCU so that the debugfs views can walk them without blocking the
  * pin path.
+ *
+ * Notes on locking.  Every lock of the module, what it protects, and the
+ * order they nest in:
+ *
+ *   mrpin_owners_lock (mutex, account.c)
+ *	the owner hashes (processes, users, cgroups), mrpin_procs, the list
+ *	of cgroup records and the reaping cursors.  Taken to create a
+ *	record, to take a reference on a parked one (its count going from
+ *	zero: only under this lock), and to free one (reaping, unload).
+ *	Dropping a reference (mrpin_proc_put(), mrpin_cg_put()) is a bare
+ *	atomic decrement: the last one parks the record, and only the
+ *	reaper, under the lock, frees a parked record.  Lookups under RCU
+ *	take a reference with atomic_inc_not_zero(), never from zero, so
+ *	they cannot revive a record the reaper is freeing.  The views walk
+ *	under RCU and never take it.
+ *   proc->lock (spinlock)
+ *	a process record's bookkeeping (struct mrpin_proc, the fields after
+ *	it).  A leaf.
+ *   mrpin_devs_lock (mutex, device.c)
+ *	the mrpin_devs list; the `devices` view holds it while it prints.
+ *	Outer to dev->name_lock.
+ *   dev->name_lock (spinlock)
+ *	a device record's name, which a rename changes.  A leaf.
+ *   mrpin_policy_lock (mutex, policy.c)
+ *	serialises the writers of the policy snapshot (and the reader of the
+ *	whole policy); the pin path reads the snapshot under RCU.
+ *   reader->lock (mutex, events.c, one per open `events` file)
+ *	the reader's state; dropped while a read waits.  Outer to
+ *	mrpin_events_lock.
+ *   mrpin_events_lock (spinlock, events.c)
+ *	the events ring and its next sequence number.  A leaf, taken under
+ *	rcu_read_lock() by the pin path (a report).
+ *   mrpin_leaks_lock (spinlock, diag.c)
+ *	the `leaks` table.  A leaf.
+ *
+ * The mutexes are never held together; each spinlock is a leaf but for
+ * the two outer/inner pairs named.  The pin path takes no mutex but
+ * mrpin_owners_lock, and that only for a new or parked record; the
+ * release path takes none.  The pin tables
+ * (rhashtable, xarray) have their own internal locks; counters are
+ * atomics; hook.c's percpu_refs are no locks but gate unload.
  */
 #ifndef _MRPIN_H
 #define _MRPIN_H
@@ -84,10 +125,7 @@ struct mrpin_dev {
 	struct rcu_head rcu;
 };
 
-/*
- * mrpin_devs_lock (a mutex) protects the mrpin_devs list; the debugfs view
- * holds it while it prints the (short) list.
- */
+/* The device records; mrpin_devs_lock: see "Notes on locking" above. */
 extern struct list_head mrpin_devs;
 extern struct mutex mrpin_devs_lock;
 
@@ -206,11 +244,7 @@ struct mrpin_cg {
 	struct rcu_head rcu;
 };
 
-/*
- * mrpin_owners_lock (a mutex) protects the owner hash (processes, users,
- * cgroups) and the mrpin_procs list; it is taken to create a record and to
- * drop a record's last reference.  Lookups walk the hash under RCU.
- */
+/* The owner records; mrpin_owners_lock: see "Notes on locking" above. */
 #define MRPIN_OWNER_HASH_BITS 8
 
 extern struct list_head mrpin_procs;
