@@ -48,6 +48,7 @@
  */
 #include <linux/cgroup.h>
 #include <linux/hashtable.h>
+#include <linux/sched/clock.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -79,6 +80,8 @@ static struct kmem_cache *mrpin_user_cache;
 static struct kmem_cache *mrpin_cg_cache;
 
 struct mrpin_stats mrpin_stats;
+
+#define MRPIN_RATE_WINDOW_NS (10 * NSEC_PER_SEC)
 
 /* --- processes --- */
 
@@ -698,6 +701,76 @@ void mrpin_uncharge(const struct mrpin_charge *c, bool released)
 		spin_unlock(&proc->lock);
 		atomic64_inc(&mrpin_stats.releases_total);
 	}
+}
+
+/**
+ * mrpin_account_pinned_facts() - count a new pin's facts for its owners
+ * @proc: its process
+ * @bytes_2m: its bytes in 2 MiB pages
+ * @bytes_1g: its bytes in 1 GiB pages
+ * @flags: MRPIN_PIN_* facts
+ *
+ * The process's backing, stack and registration rate (over windows of
+ * MRPIN_RATE_WINDOW_NS), and the machine's.
+ *
+ * Context: any context.
+ */
+void mrpin_account_pinned_facts(struct mrpin_proc *proc, u64 bytes_2m,
+				u64 bytes_1g, u8 flags)
+{
+	u64 now = local_clock();
+
+	spin_lock(&proc->lock);
+	proc->bytes_2m += bytes_2m;
+	proc->bytes_1g += bytes_1g;
+	if (flags & MRPIN_PIN_STACK)
+		proc->stack_pins++;
+	if (!proc->rate_start_ns)
+		proc->rate_start_ns = now;
+	if (now - proc->rate_start_ns >= MRPIN_RATE_WINDOW_NS) {
+		proc->rate = div64_u64(proc->rate_count * NSEC_PER_SEC,
+				       now - proc->rate_start_ns);
+		proc->rate_full = true;
+		proc->rate_start_ns = now;
+		proc->rate_count = 0;
+	}
+	proc->rate_count++;
+	spin_unlock(&proc->lock);
+
+	atomic64_add(bytes_2m, &mrpin_stats.bytes_2m);
+	atomic64_add(bytes_1g, &mrpin_stats.bytes_1g);
+	if (flags & MRPIN_PIN_STACK)
+		atomic64_inc(&mrpin_stats.stack_pins_total);
+	if (flags & MRPIN_PIN_OVERSIZED)
+		atomic64_inc(&mrpin_stats.oversized_pins_total);
+}
+
+/**
+ * mrpin_account_released_facts() - take a released pin's facts back
+ * @proc: its process
+ * @bytes_2m: its bytes in 2 MiB pages
+ * @bytes_1g: its bytes in 1 GiB pages
+ * @life_bucket: its lifetime's bucket in proc->life_hist
+ * @cleanup: the kernel's cleanup released it, not a deregistration
+ *
+ * Context: any context.
+ */
+void mrpin_account_released_facts(struct mrpin_proc *proc, u64 bytes_2m,
+				  u64 bytes_1g, unsigned int life_bucket,
+				  bool cleanup)
+{
+	spin_lock(&proc->lock);
+	proc->life_hist[life_bucket]++;
+	proc->bytes_2m -= bytes_2m;
+	proc->bytes_1g -= bytes_1g;
+	if (cleanup)
+		proc->cleanup_releases++;
+	spin_unlock(&proc->lock);
+
+	atomic64_sub(bytes_2m, &mrpin_stats.bytes_2m);
+	atomic64_sub(bytes_1g, &mrpin_stats.bytes_1g);
+	if (cleanup)
+		atomic64_inc(&mrpin_stats.cleanup_releases_total);
 }
 
 static void mrpin_account_destroy_caches(void)

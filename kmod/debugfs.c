@@ -32,7 +32,6 @@
 #include <linux/seq_file.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
-#include <linux/sort.h>
 
 #include "mrpin.h"
 
@@ -277,77 +276,9 @@ static int leaks_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(leaks);
 
-/* One live pin's call site, as copied for the `callsites` view. */
-struct mrpin_site {
-	pid_t pid;
-	char comm[TASK_COMM_LEN];
-	u64 bytes;
-	u64 created_ns;
-	struct mrpin_callsite cs;
-};
-
-static int mrpin_site_cmp(const void *a, const void *b)
-{
-	const struct mrpin_site *x = a, *y = b;
-
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return memcmp(&x->cs, &y->cs, sizeof(x->cs));
-}
-
-/*
- * `callsites` groups the live pins that have a call site (callsites=on when
- * they were made) by process and call site: a copy of each, sorted, then
- * counted.  A diagnostic view: it walks every pin.
- */
 static int callsites_show(struct seq_file *m, void *v)
 {
-	struct mrpin_site *sites, *s, *g;
-	unsigned long id, n = 0, max = 0, i, j;
-	u64 now = local_clock(), bytes, oldest;
-	struct mrpin_pin *pin;
-	unsigned int k;
-
-	rcu_read_lock();
-	xa_for_each(&mrpin_pins, id, pin)
-		max += !!pin->callsite;
-	rcu_read_unlock();
-	sites = kvmalloc_array(max + 1, sizeof(*sites), GFP_KERNEL);
-	if (!sites)
-		return -ENOMEM;
-	rcu_read_lock();
-	xa_for_each(&mrpin_pins, id, pin) {
-		if (!pin->callsite || n > max)
-			continue;
-		s = &sites[n++];
-		s->pid = pin->charge.proc->tgid;
-		memcpy(s->comm, pin->charge.proc->comm, sizeof(s->comm));
-		s->bytes = pin->charge.bytes;
-		s->created_ns = pin->created_ns;
-		s->cs = *pin->callsite;
-	}
-	rcu_read_unlock();
-	sort(sites, n, sizeof(*sites), mrpin_site_cmp, NULL);
-
-	seq_puts(m, "# pid comm pins bytes oldest_age_ms frames\n");
-	for (i = 0; i < n; i = j) {
-		g = &sites[i];
-		bytes = 0;
-		oldest = g->created_ns;
-		for (j = i; j < n && !mrpin_site_cmp(g, &sites[j]); j++) {
-			bytes += sites[j].bytes;
-			oldest = min(oldest, sites[j].created_ns);
-		}
-		seq_printf(m, "%d ", g->pid);
-		seq_escape(m, g->comm, MRPIN_ESCAPE);
-		seq_printf(m, " %lu %llu %llu ", j - i, bytes,
-			   div_u64(now - oldest, NSEC_PER_MSEC));
-		for (k = 0; k < g->cs.depth; k++)
-			seq_printf(m, k ? ",0x%lx" : "0x%lx", g->cs.ip[k]);
-		seq_putc(m, '\n');
-	}
-	kvfree(sites);
-	return 0;
+	return mrpin_callsites_show(m);
 }
 DEFINE_SHOW_ATTRIBUTE(callsites);
 

@@ -49,7 +49,7 @@
  *   mrpin_events_lock (spinlock, events.c)
  *	the events ring and its next sequence number.  A leaf, taken under
  *	rcu_read_lock() by the pin path (a report).
- *   mrpin_leaks_lock (spinlock, diag.c)
+ *   mrpin_leaks_lock (spinlock, leaks.c)
  *	the `leaks` table.  A leaf.
  *
  * The mutexes are never held together; each spinlock is a leaf but for
@@ -473,6 +473,11 @@ int mrpin_try_charge(const struct mrpin_charge *c, struct cgroup *cgrp);
 void mrpin_count_registration(const struct mrpin_charge *c);
 void mrpin_uncharge(const struct mrpin_charge *c, bool released);
 void mrpin_deny(struct mrpin_proc *proc, const struct mrpin_violation *v);
+void mrpin_account_pinned_facts(struct mrpin_proc *proc, u64 bytes_2m,
+				u64 bytes_1g, u8 flags);
+void mrpin_account_released_facts(struct mrpin_proc *proc, u64 bytes_2m,
+				  u64 bytes_1g, unsigned int life_bucket,
+				  bool cleanup);
 
 /* util.c */
 struct kmem_cache *mrpin_cache_create(const char *name, unsigned int size);
@@ -545,6 +550,12 @@ extern const struct file_operations mrpin_events_fops;
 int mrpin_diag_prepare(struct mrpin_pin *pin);
 void mrpin_diag_pinned(struct mrpin_pin *pin, struct ib_umem *umem);
 void mrpin_diag_release(struct mrpin_pin *pin, bool cleanup);
+
+/* callsites.c: the `callsites` view */
+int mrpin_callsites_show(struct seq_file *m);
+
+/* leaks.c: the `leaks` table */
+void mrpin_leak_add(const struct mrpin_proc *proc, u64 bytes);
 int mrpin_leaks_show(struct seq_file *m);
 
 /* hook.c */
