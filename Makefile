@@ -16,6 +16,11 @@
 #   make demo       a real RDMA workload in the VM, and what mrpin sees
 #   make bench      benchmarks in the VM, with mrpin loaded and unloaded
 #   make shell      a root shell in the VM with rxe0 up and mrpin loaded
+#   make stack      the module built with -fstack-usage: fails when a
+#                   function's frame is over 512 bytes (STACK_LIMIT=N)
+#   make layers     which file of the module uses which (nm of the
+#                   objects): fails when two files use each other, directly
+#                   or round a loop
 #
 # KDIR: the kernel build tree (default: the test kernel's headers when
 # KSERIES or KVER names it, else the running kernel's if installed, else the
@@ -58,7 +63,7 @@ IN_ROOT := $(if $(KBUILD_ROOT),$(CURDIR)/scripts/in-root.sh $(KBUILD_ROOT))
 VM := $(CURDIR)/scripts/vm-run.sh
 
 .PHONY: all setup module userspace selftests check check-debug check-all \
-	demo bench shell clean checkpatch
+	demo bench shell clean checkpatch stack layers
 
 all: module userspace selftests
 
@@ -105,6 +110,16 @@ shell: all
 
 checkpatch: setup
 	@$(CURDIR)/scripts/checkpatch.sh
+
+# -fstack-usage through KCFLAGS: kbuild rebuilds every object whose command
+# line changed, so the .su files are always those of the objects built.
+STACK_LIMIT ?= 512
+stack: setup
+	$(IN_ROOT) $(MAKE) -C $(KDIR) M=$(CURDIR) W=1 KCFLAGS=-fstack-usage modules
+	@$(CURDIR)/scripts/stack.sh $(STACK_LIMIT)
+
+layers: module
+	@$(CURDIR)/scripts/layers.sh kmod
 
 clean:
 	$(IN_ROOT) $(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || true

@@ -22,9 +22,10 @@
  * VmPin whenever no registration is in flight.
  *
  * Words: "try_charge" adds a pin to its owners and checks the limits;
- * "commit" counts a charged pin the kernel made as a registration;
- * "uncharge" takes the pin back, as a release or as the rollback of a pin
- * that was refused or failed.
+ * "count_registration" counts a charged pin the kernel made; "uncharge"
+ * takes the pin back, as a release or as the rollback of a pin that was
+ * refused or failed; "deny" counts and reports a refusal.  The charge API
+ * takes a struct mrpin_charge (owners, device, bytes), never the pin.
  *
  * Process records are keyed by mm, not by pid: ib_umem_get() charges
  * current->mm and ib_umem_release() uncharges umem->owning_mm, possibly from
@@ -34,12 +35,12 @@
  * pin stays charged to the cgroup it was made in, even after its process
  * moved or the cgroup was removed.
  *
- * Locking (outer to inner):
- *   mrpin_owners_lock (mutex): the three owner hashes and mrpin_procs;
- *	taken to create a record and to drop a record's last reference
- *   proc->lock (spinlock): a process's bookkeeping (peak, counts, cgroup)
- * Counters are atomics.  Lookups walk the hashes under RCU; records are
- * freed through RCU.
+ * Locking (mrpin.h, "Notes on locking"): mrpin_owners_lock (mutex) for
+ * the owner hashes and lists, taken to create a record, to revive a
+ * parked one and to free one; dropping a reference is an atomic decrement
+ * that at zero parks the record, never frees it.  proc->lock (spinlock)
+ * for a process's bookkeeping.  Counters are atomics.  Lookups walk the
+ * hashes under RCU; records are freed through RCU.
  *
  * Storage: each kind of record has its own slab cache (mrpin_proc,
  * mrpin_user, mrpin_cgroup), so that its objects show in /proc/slabinfo and
@@ -47,6 +48,7 @@
  */
 #include <linux/cgroup.h>
 #include <linux/hashtable.h>
+#include <linux/sched/clock.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -57,14 +59,29 @@ static DEFINE_HASHTABLE(mrpin_procs_hash, MRPIN_OWNER_HASH_BITS);
 DEFINE_HASHTABLE(mrpin_users_hash, MRPIN_OWNER_HASH_BITS);
 DEFINE_HASHTABLE(mrpin_cgs_hash, MRPIN_OWNER_HASH_BITS);
 LIST_HEAD(mrpin_procs);
-/* Protects the owner hashes and mrpin_procs; see the lock map above. */
+static LIST_HEAD(mrpin_cgs);
+/* Protects the owner hashes, mrpin_procs and mrpin_cgs; see above. */
 DEFINE_MUTEX(mrpin_owners_lock);
+
+/*
+ * Reaping: each new record looks at the next MRPIN_REAP_BATCH records of
+ * its kind, round the list from a cursor, and frees those parked for good.
+ * A new record costs O(1), and a full round of a list of N records takes
+ * N / MRPIN_REAP_BATCH new records, during which it gains fewer than that:
+ * records parked for good stay a fraction of the live ones.
+ */
+#define MRPIN_REAP_BATCH 4
+/* The next records to look at; under mrpin_owners_lock. */
+static struct list_head *mrpin_procs_cursor = &mrpin_procs;
+static struct list_head *mrpin_cgs_cursor = &mrpin_cgs;
 
 static struct kmem_cache *mrpin_proc_cache;
 static struct kmem_cache *mrpin_user_cache;
 static struct kmem_cache *mrpin_cg_cache;
 
 struct mrpin_stats mrpin_stats;
+
+#define MRPIN_RATE_WINDOW_NS (10 * NSEC_PER_SEC)
 
 /* --- processes --- */
 
@@ -114,29 +131,38 @@ static void mrpin_proc_free(struct mrpin_proc *proc)
 	call_rcu(&proc->rcu, mrpin_proc_free_rcu);
 }
 
-/* Unlink a parked record and free it after RCU readers are done. */
+/* Unlink a record and free it after RCU readers are done. */
 static void mrpin_proc_del_locked(struct mrpin_proc *proc)
 {
 	lockdep_assert_held(&mrpin_owners_lock);
+	if (mrpin_procs_cursor == &proc->node)
+		mrpin_procs_cursor = proc->node.next;
 	hash_del_rcu(&proc->hnode);
-	list_del(&proc->node);
-	WARN_ONCE(atomic64_read(&proc->usage.pins) ||
-		  atomic64_read(&proc->usage.pinned_bytes),
-		  "mrpin: pid %d (%s) record freed with pins left\n",
-		  proc->tgid, proc->comm);
+	list_del_rcu(&proc->node);
 	mrpin_proc_free(proc);
 }
 
-/* Free the parked records of address spaces that have exited. */
+/*
+ * Free the parked records of address spaces that have exited, looking at
+ * MRPIN_REAP_BATCH records from the cursor on.
+ */
 static void mrpin_proc_reap_locked(void)
 {
-	struct mrpin_proc *proc, *tmp;
+	struct list_head *pos;
+	struct mrpin_proc *proc;
+	int i;
 
 	lockdep_assert_held(&mrpin_owners_lock);
-	list_for_each_entry_safe(proc, tmp, &mrpin_procs, node)
+	for (i = 0; i < MRPIN_REAP_BATCH && !list_empty(&mrpin_procs); i++) {
+		pos = mrpin_procs_cursor;
+		if (pos == &mrpin_procs)
+			pos = pos->next;
+		mrpin_procs_cursor = pos->next;
+		proc = list_entry(pos, struct mrpin_proc, node);
 		if (!atomic_read(&proc->ref) &&
 		    !atomic_read(&proc->mm->mm_users))
 			mrpin_proc_del_locked(proc);
+	}
 }
 
 /**
@@ -144,16 +170,13 @@ static void mrpin_proc_reap_locked(void)
  *
  * Finds or creates the record of current->mm and takes a reference.
  *
- * Context: process context, may sleep.
- * Return: the record; NULL for a task without an mm; ERR_PTR(-ENOMEM).
+ * Context: process context, may sleep; current has an mm.
+ * Return: the record, or ERR_PTR(-ENOMEM).
  */
 struct mrpin_proc *mrpin_proc_get_current(void)
 {
 	struct mm_struct *mm = current->mm;
 	struct mrpin_proc *proc, *new;
-
-	if (!mm)
-		return NULL;
 
 	rcu_read_lock();
 	proc = mrpin_proc_find_rcu(mm);
@@ -183,7 +206,7 @@ struct mrpin_proc *mrpin_proc_get_current(void)
 	} else {
 		mrpin_proc_reap_locked();
 		hash_add_rcu(mrpin_procs_hash, &new->hnode, (unsigned long)mm);
-		list_add_tail(&new->node, &mrpin_procs);
+		list_add_tail_rcu(&new->node, &mrpin_procs);
 		proc = new;
 		new = NULL;
 	}
@@ -296,38 +319,49 @@ static struct mrpin_cg *mrpin_cg_find_rcu(u64 id)
 	return NULL;
 }
 
+/* Unlink a parked record, drop its parent and free it after RCU readers. */
+static void mrpin_cg_del_locked(struct mrpin_cg *cg)
+{
+	lockdep_assert_held(&mrpin_owners_lock);
+	if (mrpin_cgs_cursor == &cg->node)
+		mrpin_cgs_cursor = cg->node.next;
+	hash_del_rcu(&cg->hnode);
+	list_del(&cg->node);
+	if (cg->parent)
+		atomic_dec(&cg->parent->ref);
+	call_rcu(&cg->rcu, mrpin_cg_free_rcu);
+}
+
 /*
- * Free the parked records of cgroups that no longer exist; freeing one
- * drops its parent's reference, which may park (and free) the parent.
- * Called when a new record is made, so that cgroup churn (a cgroup per
- * job) cannot grow the table without bound.
+ * Free the parked records of cgroups that no longer exist, looking at
+ * MRPIN_REAP_BATCH records from the cursor on.  Called when a new record is
+ * made, so that cgroup churn (a cgroup per job) cannot grow the table
+ * without bound; freeing a record drops its parent's reference, which may
+ * park the parent: a later round frees it.
  */
 static void mrpin_cg_reap_locked(void)
 {
-	struct mrpin_cg *cg, *parent;
-	struct hlist_node *tmp;
+	struct list_head *pos;
 	struct cgroup *cgrp;
-	bool again;
-	int bkt;
+	struct mrpin_cg *cg;
+	int i;
 
 	lockdep_assert_held(&mrpin_owners_lock);
-	do {
-		again = false;
-		hash_for_each_safe(mrpin_cgs_hash, bkt, tmp, cg, hnode) {
-			if (atomic_read(&cg->ref))
-				continue;
-			cgrp = cgroup_get_from_id(cg->id);
-			if (!IS_ERR(cgrp)) {
-				cgroup_put(cgrp);
-				continue;
-			}
-			hash_del_rcu(&cg->hnode);
-			parent = cg->parent;
-			call_rcu(&cg->rcu, mrpin_cg_free_rcu);
-			if (parent && atomic_dec_and_test(&parent->ref))
-				again = true;
+	for (i = 0; i < MRPIN_REAP_BATCH && !list_empty(&mrpin_cgs); i++) {
+		pos = mrpin_cgs_cursor;
+		if (pos == &mrpin_cgs)
+			pos = pos->next;
+		mrpin_cgs_cursor = pos->next;
+		cg = list_entry(pos, struct mrpin_cg, node);
+		if (atomic_read(&cg->ref))
+			continue;
+		cgrp = cgroup_get_from_id(cg->id);
+		if (!IS_ERR(cgrp)) {
+			cgroup_put(cgrp);
+			continue;
 		}
-	} while (again);
+		mrpin_cg_del_locked(cg);
+	}
 }
 
 /**
@@ -382,8 +416,10 @@ struct mrpin_cg *mrpin_cg_get(struct cgroup *cgrp)
 	}
 	if (leaf != found)
 		mrpin_cg_reap_locked();
-	for (cg = leaf; cg && cg != found; cg = cg->parent)
+	for (cg = leaf; cg && cg != found; cg = cg->parent) {
 		hash_add_rcu(mrpin_cgs_hash, &cg->hnode, cg->id);
+		list_add_tail(&cg->node, &mrpin_cgs);
+	}
 	mutex_unlock(&mrpin_owners_lock);
 	return leaf;
 
@@ -414,10 +450,33 @@ void mrpin_cg_put(struct mrpin_cg *cg)
 
 /* --- charges --- */
 
+/*
+ * Subtract @n from @counter, stopping at zero.  Return false when it held
+ * less than @n: a bug, the caller warns.
+ */
+static bool mrpin_counter_try_sub(atomic64_t *counter, u64 n)
+{
+	s64 old = atomic64_read(counter), new;
+
+	do {
+		new = (u64)old >= n ? old - n : 0;
+	} while (!atomic64_try_cmpxchg(counter, &old, new));
+	return (u64)old >= n;
+}
+
+/*
+ * Take one pin of @bytes off @c.  Never below zero: an uncharge of what
+ * was not charged is a bug, warned of once (as misc_cg_cancel_charge()
+ * does), and the counter stays at zero rather than wrapping round to
+ * refuse every pin after it.
+ */
 static void mrpin_counter_sub(struct mrpin_counter *c, u64 bytes)
 {
-	atomic64_dec(&c->pins);
-	atomic64_sub(bytes, &c->pinned_bytes);
+	bool pins_ok = mrpin_counter_try_sub(&c->pins, 1);
+	bool bytes_ok = mrpin_counter_try_sub(&c->pinned_bytes, bytes);
+
+	WARN_ONCE(!pins_ok || !bytes_ok,
+		  "mrpin: uncharge of %llu bytes below zero\n", bytes);
 }
 
 static void mrpin_max64(atomic64_t *peak, s64 value)
@@ -504,9 +563,27 @@ static bool mrpin_level_try_charge(struct mrpin_counter *c,
 }
 
 /**
+ * mrpin_deny() - count a refused pin and report it
+ * @proc: the process whose pin is refused
+ * @v: the limit or rule that refused it
+ *
+ * The one place a refusal is counted, whichever rule refused (a limit
+ * here, the stack rule in diag.c).
+ *
+ * Context: process context (the registering task); does not sleep.
+ */
+void mrpin_deny(struct mrpin_proc *proc, const struct mrpin_violation *v)
+{
+	spin_lock(&proc->lock);
+	proc->denials++;
+	spin_unlock(&proc->lock);
+	atomic64_inc(&mrpin_stats.denials_total);
+	mrpin_report(v);
+}
+
+/**
  * mrpin_try_charge() - charge a pin about to be made, within every limit
- * @pin: the prepared pin: owners (proc, user, cg) and device set
- * @bytes: the bytes the pin will hold (see mrpin_pin_bytes())
+ * @c: the pin's owners (proc, user, cg), device and bytes
  * @cgrp: the cgroup the pin is made in, held by the caller
  *
  * Charges the machine, the process, the user and the cgroup chain, each
@@ -516,12 +593,13 @@ static bool mrpin_level_try_charge(struct mrpin_counter *c,
  * Context: process context.
  * Return: 0, or -ENOMEM when the pin is refused.
  */
-int mrpin_try_charge(struct mrpin_pin *pin, u64 bytes, struct cgroup *cgrp)
+int mrpin_try_charge(const struct mrpin_charge *c, struct cgroup *cgrp)
 {
-	struct mrpin_proc *proc = pin->proc;
+	struct mrpin_proc *proc = c->proc;
 	struct mrpin_cg *cg, *failed_cg = NULL;
 	struct mrpin_violation v;
 	struct cgroup *old = NULL;
+	u64 bytes = c->bytes;
 	int level = 0;
 
 	/* level: how many levels are charged, for the rollback. */
@@ -534,12 +612,12 @@ int mrpin_try_charge(struct mrpin_pin *pin, u64 bytes, struct cgroup *cgrp)
 				    proc->tgid, bytes, &v))
 		goto rollback;
 	level++;
-	if (!mrpin_level_try_charge(&pin->user->usage, MRPIN_SCOPE_UID,
-				    from_kuid(&init_user_ns, pin->user->uid),
+	if (!mrpin_level_try_charge(&c->user->usage, MRPIN_SCOPE_UID,
+				    from_kuid(&init_user_ns, c->user->uid),
 				    bytes, &v))
 		goto rollback;
 	level++;
-	for (cg = pin->cg; cg; cg = cg->parent) {
+	for (cg = c->cg; cg; cg = cg->parent) {
 		if (!mrpin_level_try_charge(&cg->usage, MRPIN_SCOPE_CGROUP,
 					    cg->id, bytes, &v)) {
 			failed_cg = cg;
@@ -548,7 +626,7 @@ int mrpin_try_charge(struct mrpin_pin *pin, u64 bytes, struct cgroup *cgrp)
 	}
 	rcu_read_unlock();
 
-	mrpin_counter_add(&pin->dev->usage, bytes);
+	mrpin_counter_add(&c->dev->usage, bytes);
 
 	spin_lock(&proc->lock);
 	proc->memlock = rlimit(RLIMIT_MEMLOCK);
@@ -568,29 +646,24 @@ rollback:
 	if (level >= 2)
 		mrpin_counter_sub(&proc->usage, bytes);
 	if (level >= 3)
-		mrpin_counter_sub(&pin->user->usage, bytes);
-	for (cg = pin->cg; level >= 3 && cg != failed_cg; cg = cg->parent)
+		mrpin_counter_sub(&c->user->usage, bytes);
+	for (cg = c->cg; level >= 3 && cg != failed_cg; cg = cg->parent)
 		mrpin_counter_sub(&cg->usage, bytes);
 	rcu_read_unlock();
 
-	spin_lock(&proc->lock);
-	proc->denials++;
-	spin_unlock(&proc->lock);
-	atomic64_inc(&mrpin_stats.denials_total);
-	mrpin_report(&v);
+	mrpin_deny(proc, &v);
 	return -ENOMEM;
 }
 
 /**
- * mrpin_commit() - count a charged pin that the kernel made
- * @pin: the pin
- * @bytes: its bytes
+ * mrpin_count_registration() - count a charged pin that the kernel made
+ * @c: its charge
  *
  * Context: any context.
  */
-void mrpin_commit(struct mrpin_pin *pin, u64 bytes)
+void mrpin_count_registration(const struct mrpin_charge *c)
 {
-	struct mrpin_proc *proc = pin->proc;
+	struct mrpin_proc *proc = c->proc;
 	u64 now = atomic64_read(&proc->usage.pinned_bytes);
 
 	spin_lock(&proc->lock);
@@ -605,30 +678,99 @@ void mrpin_commit(struct mrpin_pin *pin, u64 bytes)
 
 /**
  * mrpin_uncharge() - take a pin back from every owner
- * @pin: the pin
- * @bytes: what mrpin_try_charge() charged
- * @released: true for the release of a committed pin, false for the
+ * @c: what mrpin_try_charge() charged
+ * @released: true for the release of a registered pin, false for the
  *	rollback of a pin that failed
  *
  * Context: any context.
  */
-void mrpin_uncharge(struct mrpin_pin *pin, u64 bytes, bool released)
+void mrpin_uncharge(const struct mrpin_charge *c, bool released)
 {
-	struct mrpin_proc *proc = pin->proc;
+	struct mrpin_proc *proc = c->proc;
 	struct mrpin_cg *cg;
 
-	mrpin_counter_sub(&mrpin_stats.usage, bytes);
-	mrpin_counter_sub(&proc->usage, bytes);
-	mrpin_counter_sub(&pin->user->usage, bytes);
-	for (cg = pin->cg; cg; cg = cg->parent)
-		mrpin_counter_sub(&cg->usage, bytes);
-	mrpin_counter_sub(&pin->dev->usage, bytes);
+	mrpin_counter_sub(&mrpin_stats.usage, c->bytes);
+	mrpin_counter_sub(&proc->usage, c->bytes);
+	mrpin_counter_sub(&c->user->usage, c->bytes);
+	for (cg = c->cg; cg; cg = cg->parent)
+		mrpin_counter_sub(&cg->usage, c->bytes);
+	mrpin_counter_sub(&c->dev->usage, c->bytes);
 	if (released) {
 		spin_lock(&proc->lock);
 		proc->releases++;
 		spin_unlock(&proc->lock);
 		atomic64_inc(&mrpin_stats.releases_total);
 	}
+}
+
+/**
+ * mrpin_account_pinned_facts() - count a new pin's facts for its owners
+ * @proc: its process
+ * @bytes_2m: its bytes in 2 MiB pages
+ * @bytes_1g: its bytes in 1 GiB pages
+ * @flags: MRPIN_PIN_* facts
+ *
+ * The process's backing, stack and registration rate (over windows of
+ * MRPIN_RATE_WINDOW_NS), and the machine's.
+ *
+ * Context: any context.
+ */
+void mrpin_account_pinned_facts(struct mrpin_proc *proc, u64 bytes_2m,
+				u64 bytes_1g, u8 flags)
+{
+	u64 now = local_clock();
+
+	spin_lock(&proc->lock);
+	proc->bytes_2m += bytes_2m;
+	proc->bytes_1g += bytes_1g;
+	if (flags & MRPIN_PIN_STACK)
+		proc->stack_pins++;
+	if (!proc->rate_start_ns)
+		proc->rate_start_ns = now;
+	if (now - proc->rate_start_ns >= MRPIN_RATE_WINDOW_NS) {
+		proc->rate = div64_u64(proc->rate_count * NSEC_PER_SEC,
+				       now - proc->rate_start_ns);
+		proc->rate_full = true;
+		proc->rate_start_ns = now;
+		proc->rate_count = 0;
+	}
+	proc->rate_count++;
+	spin_unlock(&proc->lock);
+
+	atomic64_add(bytes_2m, &mrpin_stats.bytes_2m);
+	atomic64_add(bytes_1g, &mrpin_stats.bytes_1g);
+	if (flags & MRPIN_PIN_STACK)
+		atomic64_inc(&mrpin_stats.stack_pins_total);
+	if (flags & MRPIN_PIN_OVERSIZED)
+		atomic64_inc(&mrpin_stats.oversized_pins_total);
+}
+
+/**
+ * mrpin_account_released_facts() - take a released pin's facts back
+ * @proc: its process
+ * @bytes_2m: its bytes in 2 MiB pages
+ * @bytes_1g: its bytes in 1 GiB pages
+ * @life_bucket: its lifetime's bucket in proc->life_hist
+ * @cleanup: the kernel's cleanup released it, not a deregistration
+ *
+ * Context: any context.
+ */
+void mrpin_account_released_facts(struct mrpin_proc *proc, u64 bytes_2m,
+				  u64 bytes_1g, unsigned int life_bucket,
+				  bool cleanup)
+{
+	spin_lock(&proc->lock);
+	proc->life_hist[life_bucket]++;
+	proc->bytes_2m -= bytes_2m;
+	proc->bytes_1g -= bytes_1g;
+	if (cleanup)
+		proc->cleanup_releases++;
+	spin_unlock(&proc->lock);
+
+	atomic64_sub(bytes_2m, &mrpin_stats.bytes_2m);
+	atomic64_sub(bytes_1g, &mrpin_stats.bytes_1g);
+	if (cleanup)
+		atomic64_inc(&mrpin_stats.cleanup_releases_total);
 }
 
 static void mrpin_account_destroy_caches(void)
@@ -660,12 +802,66 @@ int mrpin_account_init(void)
 	return -ENOMEM;
 }
 
+/* Report a cgroup record left with references at unload, with its path. */
+static void mrpin_cg_report_left(const struct mrpin_cg *cg)
+{
+	struct cgroup *cgrp = cgroup_get_from_id(cg->id);
+	char *path = kmalloc(PATH_MAX, GFP_KERNEL);
+
+	if (!path || IS_ERR(cgrp) || cgroup_path(cgrp, path, PATH_MAX) < 0)
+		pr_err("mrpin: record of cgroup %llu left with %d references, %lld pins\n",
+		       cg->id, atomic_read(&cg->ref),
+		       atomic64_read(&cg->usage.pins));
+	else
+		pr_err("mrpin: record of cgroup %s left with %d references, %lld pins\n",
+		       path, atomic_read(&cg->ref),
+		       atomic64_read(&cg->usage.pins));
+	if (!IS_ERR(cgrp))
+		cgroup_put(cgrp);
+	kfree(path);
+}
+
+/*
+ * Free the cgroup records, children first (a record holds its parent):
+ * round after round while one frees something, so that a record still
+ * referenced (a leak) cannot keep unload going round for ever.  What is
+ * left then is reported, record by record, and freed all the same: no pin
+ * is left to use it.  Return whether anything was left.
+ */
+static bool mrpin_cgs_free_locked(void)
+{
+	struct mrpin_cg *cg, *tmp;
+	bool progress, left = false;
+
+	lockdep_assert_held(&mrpin_owners_lock);
+	do {
+		progress = false;
+		list_for_each_entry_safe(cg, tmp, &mrpin_cgs, node) {
+			if (atomic_read(&cg->ref))
+				continue;
+			mrpin_cg_del_locked(cg);
+			progress = true;
+		}
+	} while (progress);
+	list_for_each_entry(cg, &mrpin_cgs, node)
+		mrpin_cg_report_left(cg);
+	list_for_each_entry_safe(cg, tmp, &mrpin_cgs, node) {
+		left = true;
+		cg->parent = NULL;
+		mrpin_cg_del_locked(cg);
+	}
+	return left;
+}
+
 /**
- * mrpin_account_exit() - check that nothing is left charged
+ * mrpin_account_exit() - check that nothing is left charged, free the records
  *
- * Called after every pin record was dropped: any process record left is a
- * leak of references, reported with its owner.  User and cgroup records,
- * kept for reuse, are freed here, and so are the records' caches.
+ * Called after every pin record was dropped: a process or cgroup record
+ * still referenced is a leak of references, reported with its owner, then
+ * freed with the others (nothing can use it any more); one warning says
+ * that something was left.  User and cgroup records, kept for reuse, are
+ * freed here, and so are the records' caches.  Never waits for a reference
+ * to go.
  *
  * Context: process context.
  */
@@ -674,37 +870,33 @@ void mrpin_account_exit(void)
 	struct mrpin_proc *proc, *ptmp;
 	struct mrpin_user *user;
 	struct hlist_node *tmp;
-	struct mrpin_cg *cg;
+	bool left = false;
 	int bkt;
 
 	mutex_lock(&mrpin_owners_lock);
 	list_for_each_entry_safe(proc, ptmp, &mrpin_procs, node) {
-		if (atomic_read(&proc->ref))
-			pr_err("mrpin: record of pid %d (%s) left with %lld pins\n",
-			       proc->tgid, proc->comm,
+		if (atomic_read(&proc->ref)) {
+			pr_err("mrpin: record of pid %d (%s) left with %d references, %lld pins\n",
+			       proc->tgid, proc->comm, atomic_read(&proc->ref),
 			       atomic64_read(&proc->usage.pins));
-		else
-			mrpin_proc_del_locked(proc);
+			left = true;
+		}
+		mrpin_proc_del_locked(proc);
 	}
-	WARN_ON(!list_empty(&mrpin_procs));
 	hash_for_each_safe(mrpin_users_hash, bkt, tmp, user, hnode) {
-		WARN_ON(atomic64_read(&user->usage.pins));
+		if (atomic64_read(&user->usage.pins)) {
+			pr_err("mrpin: record of uid %u left with %lld pins\n",
+			       from_kuid_munged(&init_user_ns, user->uid),
+			       atomic64_read(&user->usage.pins));
+			left = true;
+		}
 		hash_del_rcu(&user->hnode);
 		call_rcu(&user->rcu, mrpin_user_free_rcu);
 	}
-	/* Children first: a record holds its parent. */
-	while (!hash_empty(mrpin_cgs_hash)) {
-		hash_for_each_safe(mrpin_cgs_hash, bkt, tmp, cg, hnode) {
-			if (atomic_read(&cg->ref))
-				continue;
-			hash_del_rcu(&cg->hnode);
-			if (cg->parent)
-				atomic_dec(&cg->parent->ref);
-			call_rcu(&cg->rcu, mrpin_cg_free_rcu);
-		}
-	}
+	left |= mrpin_cgs_free_locked();
 	mutex_unlock(&mrpin_owners_lock);
-	WARN_ON(atomic64_read(&mrpin_stats.usage.pins) ||
-		atomic64_read(&mrpin_stats.usage.pinned_bytes));
+	WARN_ONCE(left || atomic64_read(&mrpin_stats.usage.pins) ||
+		  atomic64_read(&mrpin_stats.usage.pinned_bytes),
+		  "mrpin: records left at unload\n");
 	mrpin_account_destroy_caches();
 }

@@ -16,8 +16,10 @@
  * refuses to open `limits` here; the 0400 files, `events` included (no
  * ioctl, no mmap), stay readable.
  *
- * Cost: `devices`, `procs`, `users`, `cgroups` and `stats` print from the per-device, per-process
- * and global counters and never walk the pins.  `pins` walks the live pins
+ * Cost: `devices`, `procs`, `users`, `cgroups` and `stats` print from the
+ * per-device, per-process and global counters and never walk the pins;
+ * `procs`, `users` and `cgroups` walk the owner records under RCU, never
+ * holding the lock that the first pin of a new process takes.  `pins` walks the live pins
  * in slot order under RCU, one seq_file chunk at a time, so a reader of a
  * large table never holds off registrations.
  */
@@ -30,7 +32,6 @@
 #include <linux/seq_file.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
-#include <linux/sort.h>
 
 #include "mrpin.h"
 
@@ -116,7 +117,7 @@ static void mrpin_seq_limit(struct seq_file *m, u64 bytes)
 		seq_printf(m, " %llu", bytes);
 }
 
-/* One line of `procs`; called under mrpin_owners_lock. */
+/* One line of `procs`; the caller holds a reference on @proc. */
 static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 			    char *path, size_t path_len)
 {
@@ -183,11 +184,24 @@ static int procs_show(struct seq_file *m, void *v)
 	if (!path)
 		return -ENOMEM;
 	seq_puts(m, "# pid comm uid cgroup pins pinned_bytes peak_bytes vm_pinned_bytes memlock_bytes denials bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist\n");
-	mutex_lock(&mrpin_owners_lock);
-	list_for_each_entry(proc, &mrpin_procs, node)
+	/*
+	 * Under RCU, never mrpin_owners_lock: a reader of a long table must
+	 * not hold off the first pin of a new process.  A reference keeps a
+	 * record on the list (only parked records leave it) and its mm held
+	 * while it prints outside RCU; a parked record has no pin to show.
+	 */
+	rcu_read_lock();
+	list_for_each_entry_rcu(proc, &mrpin_procs, node) {
+		if (!atomic64_read(&proc->usage.pins) ||
+		    !atomic_inc_not_zero(&proc->ref))
+			continue;
+		rcu_read_unlock();
 		if (atomic64_read(&proc->usage.pins))
 			mrpin_proc_show(m, proc, path, PATH_MAX);
-	mutex_unlock(&mrpin_owners_lock);
+		rcu_read_lock();
+		mrpin_proc_put(proc);
+	}
+	rcu_read_unlock();
 	kfree(path);
 	return 0;
 }
@@ -199,8 +213,9 @@ static int users_show(struct seq_file *m, void *v)
 	int bkt;
 
 	seq_puts(m, "# uid pins pinned_bytes\n");
-	mutex_lock(&mrpin_owners_lock);
-	hash_for_each(mrpin_users_hash, bkt, user, hnode) {
+	/* User records go only at unload: RCU keeps the walk safe. */
+	rcu_read_lock();
+	hash_for_each_rcu(mrpin_users_hash, bkt, user, hnode) {
 		/* Records stay after their last pin: show the ones in use. */
 		if (!atomic64_read(&user->usage.pins))
 			continue;
@@ -209,7 +224,7 @@ static int users_show(struct seq_file *m, void *v)
 			   atomic64_read(&user->usage.pins),
 			   atomic64_read(&user->usage.pinned_bytes));
 	}
-	mutex_unlock(&mrpin_owners_lock);
+	rcu_read_unlock();
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(users);
@@ -226,10 +241,17 @@ static int cgroups_show(struct seq_file *m, void *v)
 	if (!path)
 		return -ENOMEM;
 	seq_puts(m, "# id cgroup pins pinned_bytes\n");
-	mutex_lock(&mrpin_owners_lock);
-	hash_for_each(mrpin_cgs_hash, bkt, cg, hnode) {
-		if (!atomic64_read(&cg->usage.pins))
+	/*
+	 * As `procs`: under RCU, a reference on each record printed, which
+	 * keeps it in the hash (only parked records leave it); a record with
+	 * pins in its subtree has a pin or a child, hence references.
+	 */
+	rcu_read_lock();
+	hash_for_each_rcu(mrpin_cgs_hash, bkt, cg, hnode) {
+		if (!atomic64_read(&cg->usage.pins) ||
+		    !atomic_inc_not_zero(&cg->ref))
 			continue;
+		rcu_read_unlock();
 		cgrp = cgroup_get_from_id(cg->id);
 		if (IS_ERR(cgrp) || cgroup_path(cgrp, path, PATH_MAX) < 0)
 			strscpy(path, "-", PATH_MAX);
@@ -239,8 +261,10 @@ static int cgroups_show(struct seq_file *m, void *v)
 		seq_escape(m, path, MRPIN_ESCAPE);
 		seq_printf(m, " %lld %lld\n", atomic64_read(&cg->usage.pins),
 			   atomic64_read(&cg->usage.pinned_bytes));
+		rcu_read_lock();
+		mrpin_cg_put(cg);
 	}
-	mutex_unlock(&mrpin_owners_lock);
+	rcu_read_unlock();
 	kfree(path);
 	return 0;
 }
@@ -248,82 +272,13 @@ DEFINE_SHOW_ATTRIBUTE(cgroups);
 
 static int leaks_show(struct seq_file *m, void *v)
 {
-	mrpin_leaks_show(m);
-	return 0;
+	return mrpin_leaks_show(m);
 }
 DEFINE_SHOW_ATTRIBUTE(leaks);
 
-/* One live pin's call site, as copied for the `callsites` view. */
-struct mrpin_site {
-	pid_t pid;
-	char comm[TASK_COMM_LEN];
-	u64 bytes;
-	u64 created_ns;
-	struct mrpin_callsite cs;
-};
-
-static int mrpin_site_cmp(const void *a, const void *b)
-{
-	const struct mrpin_site *x = a, *y = b;
-
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return memcmp(&x->cs, &y->cs, sizeof(x->cs));
-}
-
-/*
- * `callsites` groups the live pins that have a call site (callsites=on when
- * they were made) by process and call site: a copy of each, sorted, then
- * counted.  A diagnostic view: it walks every pin.
- */
 static int callsites_show(struct seq_file *m, void *v)
 {
-	struct mrpin_site *sites, *s, *g;
-	unsigned long id, n = 0, max = 0, i, j;
-	u64 now = local_clock(), bytes, oldest;
-	struct mrpin_pin *pin;
-	unsigned int k;
-
-	rcu_read_lock();
-	xa_for_each(&mrpin_pins, id, pin)
-		max += !!pin->callsite;
-	rcu_read_unlock();
-	sites = kvmalloc_array(max + 1, sizeof(*sites), GFP_KERNEL);
-	if (!sites)
-		return -ENOMEM;
-	rcu_read_lock();
-	xa_for_each(&mrpin_pins, id, pin) {
-		if (!pin->callsite || n > max)
-			continue;
-		s = &sites[n++];
-		s->pid = pin->proc->tgid;
-		memcpy(s->comm, pin->proc->comm, sizeof(s->comm));
-		s->bytes = mrpin_pin_bytes(pin->start, pin->length);
-		s->created_ns = pin->created_ns;
-		s->cs = *pin->callsite;
-	}
-	rcu_read_unlock();
-	sort(sites, n, sizeof(*sites), mrpin_site_cmp, NULL);
-
-	seq_puts(m, "# pid comm pins bytes oldest_age_ms frames\n");
-	for (i = 0; i < n; i = j) {
-		g = &sites[i];
-		bytes = 0;
-		oldest = g->created_ns;
-		for (j = i; j < n && !mrpin_site_cmp(g, &sites[j]); j++) {
-			bytes += sites[j].bytes;
-			oldest = min(oldest, sites[j].created_ns);
-		}
-		seq_printf(m, "%d ", g->pid);
-		seq_escape(m, g->comm, MRPIN_ESCAPE);
-		seq_printf(m, " %lu %llu %llu ", j - i, bytes,
-			   div_u64(now - oldest, NSEC_PER_MSEC));
-		for (k = 0; k < g->cs.depth; k++)
-			seq_printf(m, k ? ",0x%lx" : "0x%lx", g->cs.ip[k]);
-		seq_putc(m, '\n');
-	}
-	kvfree(sites);
-	return 0;
+	return mrpin_callsites_show(m);
 }
 DEFINE_SHOW_ATTRIBUTE(callsites);
 
@@ -366,22 +321,22 @@ static int pins_show(struct seq_file *m, void *v)
 {
 	struct mrpin_pin *pin = v;
 	char name[IB_DEVICE_NAME_MAX];
-	char caller[KSYM_SYMBOL_LEN];
+	char *caller = m->private;	/* KSYM_SYMBOL_LEN bytes */
 	u64 bytes, huge;
 
 	if (v == SEQ_START_TOKEN) {
 		seq_puts(m, "# id pid comm device start length pinned_bytes caller age_ms stack bytes_4k bytes_2m bytes_1g align oversized\n");
 		return 0;
 	}
-	mrpin_dev_name(pin->dev, name, sizeof(name));
+	mrpin_dev_name(pin->charge.dev, name, sizeof(name));
 	/* "%ps" adds " [module]": keep the function name, one column. */
-	snprintf(caller, sizeof(caller), "%ps", (void *)pin->caller);
+	snprintf(caller, KSYM_SYMBOL_LEN, "%ps", (void *)pin->caller);
 	caller[strcspn(caller, " ")] = '\0';
-	seq_printf(m, "%llu %d ", pin->id, pin->proc->tgid);
-	seq_escape(m, pin->proc->comm, MRPIN_ESCAPE);
+	seq_printf(m, "%llu %d ", pin->id, pin->charge.proc->tgid);
+	seq_escape(m, pin->charge.proc->comm, MRPIN_ESCAPE);
 	seq_putc(m, ' ');
 	seq_escape(m, name, MRPIN_ESCAPE);
-	bytes = mrpin_pin_bytes(pin->start, pin->length);
+	bytes = pin->charge.bytes;
 	huge = ((u64)pin->pages_2m + pin->pages_1g) << PAGE_SHIFT;
 	seq_printf(m, " %lu %zu %llu %s %llu %d %llu %llu %llu %lu %d\n",
 		   pin->start, pin->length, bytes, caller,
@@ -399,7 +354,20 @@ static const struct seq_operations pins_sops = {
 	.stop = pins_stop,
 	.show = pins_show,
 };
-DEFINE_SEQ_ATTRIBUTE(pins);
+
+/* A buffer for the caller's name per open file: too big for the stack. */
+static int pins_open(struct inode *inode, struct file *file)
+{
+	return seq_open_private(file, &pins_sops, KSYM_SYMBOL_LEN) ? -ENOMEM : 0;
+}
+
+static const struct file_operations pins_fops = {
+	.owner = THIS_MODULE,
+	.open = pins_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = seq_release_private,
+};
 
 /**
  * mrpin_debugfs_init() - create /sys/kernel/debug/mrpin/

@@ -25,11 +25,13 @@
  *		live microseconds want a registration cache);
  *   cleanup	whether the kernel's cleanup released it (process exit, or
  *		closing the device file) instead of a deregistration: a leak,
- *		counted per program (comm, uid) in the `leaks` table.
+ *		counted per program (comm, uid) in the `leaks` table (leaks.c).
  * Per device, an event when live pins cross mr_table_warn= of max_mr.
  *
- * Locking: proc->lock for the per-process facts; mrpin_leaks_lock
- * (spinlock) for the leaks table; the rest is atomic.
+ * The counters these facts feed, per process and for the machine, are
+ * account.c's (mrpin_account_pinned_facts(), _released_facts()).
+ *
+ * Locking: none of its own; mmap_lock (read) while it looks at the VMAs.
  */
 #include <linux/cred.h>
 #include <linux/mm.h>
@@ -44,32 +46,11 @@
 #include <linux/uaccess.h>
 #include <rdma/ib_umem.h>
 
+#include "arch.h"
 #include "compat.h"
 #include "mrpin.h"
 
-#define MRPIN_RATE_WINDOW_NS (10 * NSEC_PER_SEC)
 #define MRPIN_CALLSITE_SCAN 512	/* words of user stack scanned */
-#define MRPIN_LEAKS 64
-
-/**
- * struct mrpin_leak - pins one program left to the kernel's cleanup
- * @comm:	the program's command name
- * @uid:	its user
- * @count:	pins released by cleanup
- * @bytes:	their bytes
- * @last_ns:	CLOCK_REALTIME of the latest one
- */
-struct mrpin_leak {
-	char comm[TASK_COMM_LEN];
-	kuid_t uid;
-	u64 count;
-	u64 bytes;
-	u64 last_ns;
-};
-
-static struct mrpin_leak mrpin_leaks[MRPIN_LEAKS];
-/* Protects mrpin_leaks. */
-static DEFINE_SPINLOCK(mrpin_leaks_lock);
 
 /*
  * Whether [start, start + length) is stack memory: the main thread's stack
@@ -158,15 +139,18 @@ static void mrpin_report_diag(struct mrpin_pin *pin, enum mrpin_scope scope,
 	struct mrpin_violation v = {
 		.scope = scope,
 		.key = key,
-		.asked = mrpin_pin_bytes(pin->start, pin->length),
+		.asked = pin->charge.bytes,
 		.usage = usage,
 		.limit = limit,
 		.warn = warn,
 	};
 
 	strscpy(v.path, name, sizeof(v.path));
-	if (warn)
-		atomic64_inc(&mrpin_stats.warnings_total);
+	if (!warn) {
+		mrpin_deny(pin->charge.proc, &v);
+		return;
+	}
+	atomic64_inc(&mrpin_stats.warnings_total);
 	mrpin_report(&v);
 }
 
@@ -179,7 +163,7 @@ static void mrpin_report_diag(struct mrpin_pin *pin, enum mrpin_scope scope,
  */
 int mrpin_diag_prepare(struct mrpin_pin *pin)
 {
-	u64 bytes = mrpin_pin_bytes(pin->start, pin->length);
+	u64 bytes = pin->charge.bytes;
 	const struct mrpin_limits *global;
 	bool callsites;
 	u64 oversize;
@@ -198,10 +182,6 @@ int mrpin_diag_prepare(struct mrpin_pin *pin)
 	if (mrpin_range_on_stack(pin->start, pin->length)) {
 		pin->flags |= MRPIN_PIN_STACK;
 		if (stack == MRPIN_STACK_DENY) {
-			spin_lock(&pin->proc->lock);
-			pin->proc->denials++;
-			spin_unlock(&pin->proc->lock);
-			atomic64_inc(&mrpin_stats.denials_total);
 			mrpin_report_diag(pin, MRPIN_SCOPE_GLOBAL, "",
 					  MRPIN_EVENT_STACK, 0, 0, false);
 			return -ENOMEM;
@@ -248,7 +228,7 @@ static void mrpin_count_backing(struct mrpin_pin *pin, struct ib_umem *umem)
  */
 static void mrpin_mr_table_check(struct mrpin_pin *pin, int going)
 {
-	struct mrpin_dev *dev = pin->dev;
+	struct mrpin_dev *dev = pin->charge.dev;
 	s64 pins = atomic64_read(&dev->usage.pins) - going;
 	char name[IB_DEVICE_NAME_MAX];
 	u8 pct;
@@ -272,72 +252,20 @@ static void mrpin_mr_table_check(struct mrpin_pin *pin, int going)
 }
 
 /**
- * mrpin_diag_commit() - the facts known once the kernel made the pin
+ * mrpin_diag_pinned() - the facts known once the kernel made the pin
  * @pin: the pin
  * @umem: what ib_umem_get() returned
  *
  * Context: process context (the registering task).
  */
-void mrpin_diag_commit(struct mrpin_pin *pin, struct ib_umem *umem)
+void mrpin_diag_pinned(struct mrpin_pin *pin, struct ib_umem *umem)
 {
-	struct mrpin_proc *proc = pin->proc;
-	u64 now = local_clock();
-
 	mrpin_count_backing(pin, umem);
 
-	spin_lock(&proc->lock);
-	proc->bytes_2m += (u64)pin->pages_2m << PAGE_SHIFT;
-	proc->bytes_1g += (u64)pin->pages_1g << PAGE_SHIFT;
-	if (pin->flags & MRPIN_PIN_STACK)
-		proc->stack_pins++;
-	if (!proc->rate_start_ns)
-		proc->rate_start_ns = now;
-	if (now - proc->rate_start_ns >= MRPIN_RATE_WINDOW_NS) {
-		proc->rate = div64_u64(proc->rate_count * NSEC_PER_SEC,
-				       now - proc->rate_start_ns);
-		proc->rate_full = true;
-		proc->rate_start_ns = now;
-		proc->rate_count = 0;
-	}
-	proc->rate_count++;
-	spin_unlock(&proc->lock);
-
-	atomic64_add((u64)pin->pages_2m << PAGE_SHIFT, &mrpin_stats.bytes_2m);
-	atomic64_add((u64)pin->pages_1g << PAGE_SHIFT, &mrpin_stats.bytes_1g);
-	if (pin->flags & MRPIN_PIN_STACK)
-		atomic64_inc(&mrpin_stats.stack_pins_total);
-	if (pin->flags & MRPIN_PIN_OVERSIZED)
-		atomic64_inc(&mrpin_stats.oversized_pins_total);
+	mrpin_account_pinned_facts(pin->charge.proc,
+				   (u64)pin->pages_2m << PAGE_SHIFT,
+				   (u64)pin->pages_1g << PAGE_SHIFT, pin->flags);
 	mrpin_mr_table_check(pin, 0);
-}
-
-static void mrpin_leak_add(struct mrpin_proc *proc, u64 bytes)
-{
-	struct mrpin_leak *leak, *slot = NULL;
-	int i;
-
-	spin_lock(&mrpin_leaks_lock);
-	for (i = 0; i < MRPIN_LEAKS; i++) {
-		leak = &mrpin_leaks[i];
-		if (leak->count && uid_eq(leak->uid, proc->uid) &&
-		    !strcmp(leak->comm, proc->comm)) {
-			slot = leak;
-			break;
-		}
-		/* Else the free slot, or the one left longest ago. */
-		if (!slot || leak->last_ns < slot->last_ns)
-			slot = leak;
-	}
-	if (strcmp(slot->comm, proc->comm) || !uid_eq(slot->uid, proc->uid) ||
-	    !slot->count) {
-		memset(slot, 0, sizeof(*slot));
-		strscpy(slot->comm, proc->comm, sizeof(slot->comm));
-		slot->uid = proc->uid;
-	}
-	slot->count++;
-	slot->bytes += bytes;
-	slot->last_ns = ktime_get_real_ns();
-	spin_unlock(&mrpin_leaks_lock);
 }
 
 /**
@@ -351,54 +279,15 @@ static void mrpin_leak_add(struct mrpin_proc *proc, u64 bytes)
 void mrpin_diag_release(struct mrpin_pin *pin, bool cleanup)
 {
 	u64 age_us = div_u64(local_clock() - pin->created_ns, NSEC_PER_USEC);
-	u64 bytes = mrpin_pin_bytes(pin->start, pin->length);
-	struct mrpin_proc *proc = pin->proc;
 	int bucket = age_us ? fls64(age_us) - 1 : 0;
 
 	bucket = min(bucket, MRPIN_LIFE_BUCKETS - 1);
-	spin_lock(&proc->lock);
-	proc->life_hist[bucket]++;
-	proc->bytes_2m -= (u64)pin->pages_2m << PAGE_SHIFT;
-	proc->bytes_1g -= (u64)pin->pages_1g << PAGE_SHIFT;
+	mrpin_account_released_facts(pin->charge.proc,
+				     (u64)pin->pages_2m << PAGE_SHIFT,
+				     (u64)pin->pages_1g << PAGE_SHIFT, bucket,
+				     cleanup);
 	if (cleanup)
-		proc->cleanup_releases++;
-	spin_unlock(&proc->lock);
-
-	atomic64_sub((u64)pin->pages_2m << PAGE_SHIFT, &mrpin_stats.bytes_2m);
-	atomic64_sub((u64)pin->pages_1g << PAGE_SHIFT, &mrpin_stats.bytes_1g);
-	if (cleanup) {
-		atomic64_inc(&mrpin_stats.cleanup_releases_total);
-		mrpin_leak_add(proc, bytes);
-	}
-	if (atomic_read(&pin->dev->mr_table_warned))
+		mrpin_leak_add(pin->charge.proc, pin->charge.bytes);
+	if (atomic_read(&pin->charge.dev->mr_table_warned))
 		mrpin_mr_table_check(pin, 1);
-}
-
-/**
- * mrpin_leaks_show() - the `leaks` table
- * @m: the seq_file
- *
- * Context: process context.
- */
-void mrpin_leaks_show(struct seq_file *m)
-{
-	struct mrpin_leak *leaks;
-	int i;
-
-	leaks = kmalloc_objs(*leaks, MRPIN_LEAKS);
-	seq_puts(m, "# comm uid count bytes last_time_ns\n");
-	if (!leaks)
-		return;
-	spin_lock(&mrpin_leaks_lock);
-	memcpy(leaks, mrpin_leaks, sizeof(mrpin_leaks));
-	spin_unlock(&mrpin_leaks_lock);
-	for (i = 0; i < MRPIN_LEAKS; i++) {
-		if (!leaks[i].count)
-			continue;
-		seq_escape(m, leaks[i].comm, " \t\n\\");
-		seq_printf(m, " %u %llu %llu %llu\n",
-			   from_kuid_munged(&init_user_ns, leaks[i].uid),
-			   leaks[i].count, leaks[i].bytes, leaks[i].last_ns);
-	}
-	kfree(leaks);
 }

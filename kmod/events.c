@@ -17,10 +17,15 @@
  * header line naming the columns.
  *
  * Locking: mrpin_events_lock (spinlock) protects the ring and
- * mrpin_events_next; it is never held across a copy to user space.
+ * mrpin_events_next; it is never held across a copy to user space.  Each
+ * open file's reader state (the line being read, where in it) is its
+ * reader->lock's (a mutex, as trace_pipe's iter->mutex): two threads
+ * reading one descriptor take turns, never interleave within a line.  It
+ * is dropped while a blocking read waits for an event.
  */
 #include <linux/cred.h>
 #include <linux/fs.h>
+#include <linux/mutex.h>
 #include <linux/poll.h>
 #include <linux/ratelimit.h>
 #include <linux/sched.h>
@@ -62,6 +67,14 @@ static u64 mrpin_events_next;
 static DEFINE_SPINLOCK(mrpin_events_lock);
 static DECLARE_WAIT_QUEUE_HEAD(mrpin_events_wait);
 static DEFINE_RATELIMIT_STATE(mrpin_report_rs, 5 * HZ, 10);
+
+static const char *const mrpin_scope_names[MRPIN_NR_SCOPES] = {
+	MRPIN_SCOPE_NAMES
+};
+
+static const char *const mrpin_event_key_names[MRPIN_NR_EVENT_KEYS] = {
+	MRPIN_EVENT_KEY_NAMES
+};
 
 /* "uid:1000", "cgroup:/jobs/a", "global", "process" */
 static void mrpin_scope_text(const struct mrpin_violation *v, char *buf,
@@ -126,7 +139,8 @@ void mrpin_report(const struct mrpin_violation *v)
 
 	spin_lock(&mrpin_events_lock);
 	e = &mrpin_events[mrpin_events_next % MRPIN_EVENTS];
-	e->seq = mrpin_events_next++;
+	e->seq = mrpin_events_next;
+	WRITE_ONCE(mrpin_events_next, mrpin_events_next + 1);
 	e->time_ns = ktime_get_real_ns();
 	e->pid = pid;
 	e->uid = uid;
@@ -138,12 +152,15 @@ void mrpin_report(const struct mrpin_violation *v)
 
 /**
  * struct mrpin_events_reader - one open `events` file
+ * @lock:	serialises reads (and polls) of this open file; protects
+ *		every field below
  * @next:	the sequence number of the next event to read
  * @buf:	the text being read
  * @len:	bytes in @buf
  * @off:	bytes of @buf already read
  */
 struct mrpin_events_reader {
+	struct mutex lock;	/* protects the fields below */
 	u64 next;
 	char buf[MRPIN_EVENT_LINE];
 	size_t len;
@@ -157,6 +174,7 @@ static int mrpin_events_open(struct inode *inode, struct file *file)
 	r = kzalloc_obj(*r);
 	if (!r)
 		return -ENOMEM;
+	mutex_init(&r->lock);
 	spin_lock(&mrpin_events_lock);
 	r->next = mrpin_events_next > MRPIN_EVENTS ?
 		  mrpin_events_next - MRPIN_EVENTS : 0;
@@ -169,13 +187,17 @@ static int mrpin_events_open(struct inode *inode, struct file *file)
 
 static int mrpin_events_release(struct inode *inode, struct file *file)
 {
-	kfree(file->private_data);
+	struct mrpin_events_reader *r = file->private_data;
+
+	mutex_destroy(&r->lock);
+	kfree(r);
 	return 0;
 }
 
 /* Append @s to r->buf, escaped as the views escape (mountinfo style). */
 static void mrpin_events_put(struct mrpin_events_reader *r, const char *s)
 {
+	lockdep_assert_held(&r->lock);
 	size_t room = sizeof(r->buf) - 1 - r->len;
 	int n = string_escape_str(s, r->buf + r->len, room, ESCAPE_OCTAL,
 				  " \t\n\\");
@@ -190,6 +212,7 @@ static bool mrpin_events_fill(struct mrpin_events_reader *r)
 	struct mrpin_event e;
 	u64 oldest, lost = 0;
 
+	lockdep_assert_held(&r->lock);
 	spin_lock(&mrpin_events_lock);
 	if (r->next == mrpin_events_next) {
 		spin_unlock(&mrpin_events_lock);
@@ -234,31 +257,57 @@ static bool mrpin_events_fill(struct mrpin_events_reader *r)
 	return true;
 }
 
+/* Wait until an event after @seen is in the ring. */
+static int mrpin_events_wait_for(u64 seen)
+{
+	return wait_event_interruptible(mrpin_events_wait,
+					READ_ONCE(mrpin_events_next) != seen);
+}
+
 static ssize_t mrpin_events_read(struct file *file, char __user *ubuf,
 				 size_t count, loff_t *ppos)
 {
 	struct mrpin_events_reader *r = file->private_data;
 	size_t done = 0, n;
-	int ret;
+	ssize_t ret;
+	u64 seen;
 
+	if (mutex_lock_interruptible(&r->lock))
+		return -ERESTARTSYS;
 	while (done < count) {
 		if (r->off == r->len && !mrpin_events_fill(r)) {
 			if (done)
 				break;
-			if (file->f_flags & O_NONBLOCK)
-				return -EAGAIN;
-			ret = wait_event_interruptible(mrpin_events_wait,
-						       mrpin_events_fill(r));
+			if (file->f_flags & O_NONBLOCK) {
+				ret = -EAGAIN;
+				goto out_unlock;
+			}
+			/*
+			 * Wait for a new event, without the lock: another
+			 * reader of this file may take it first, and this
+			 * one then waits again.
+			 */
+			seen = r->next;
+			mutex_unlock(&r->lock);
+			ret = mrpin_events_wait_for(seen);
 			if (ret)
 				return ret;
+			if (mutex_lock_interruptible(&r->lock))
+				return -ERESTARTSYS;
+			continue;
 		}
 		n = min(count - done, r->len - r->off);
-		if (copy_to_user(ubuf + done, r->buf + r->off, n))
-			return done ? done : -EFAULT;
+		if (copy_to_user(ubuf + done, r->buf + r->off, n)) {
+			ret = done ? done : -EFAULT;
+			goto out_unlock;
+		}
 		r->off += n;
 		done += n;
 	}
-	return done;
+	ret = done;
+out_unlock:
+	mutex_unlock(&r->lock);
+	return ret;
 }
 
 static __poll_t mrpin_events_poll(struct file *file, poll_table *wait)
@@ -267,10 +316,12 @@ static __poll_t mrpin_events_poll(struct file *file, poll_table *wait)
 	__poll_t mask = 0;
 
 	poll_wait(file, &mrpin_events_wait, wait);
+	mutex_lock(&r->lock);
 	spin_lock(&mrpin_events_lock);
 	if (r->off < r->len || r->next != mrpin_events_next)
 		mask = EPOLLIN | EPOLLRDNORM;
 	spin_unlock(&mrpin_events_lock);
+	mutex_unlock(&r->lock);
 	return mask;
 }
 

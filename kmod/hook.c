@@ -62,6 +62,7 @@
 #include <linux/kallsyms.h>
 #include <linux/module.h>
 #include <linux/percpu-refcount.h>
+#include <linux/slab.h>
 #include <linux/stacktrace.h>
 #include <rdma/ib_umem.h>
 
@@ -224,7 +225,7 @@ static struct ib_umem *mrpin_umem_pinned(struct mrpin_pin *pin,
 	if (pin && IS_ERR(umem))
 		mrpin_pin_abort(pin);
 	else if (pin)
-		mrpin_pin_commit(pin, umem);
+		mrpin_pin_record(pin, umem);
 	percpu_ref_put(&mrpin_hook_pinners);
 	return umem;
 }
@@ -306,22 +307,28 @@ static void mrpin_hook_drain(struct percpu_ref *ref, struct completion *done)
  */
 static unsigned long mrpin_text_size(unsigned long start)
 {
-	char sym[KSYM_SYMBOL_LEN], *size, *end;
-	unsigned long n;
+	unsigned long n = 0;
+	char *sym, *size;
 
+	/* Over 512 bytes: not on the stack. */
+	sym = kmalloc(KSYM_SYMBOL_LEN, GFP_KERNEL);
+	if (!sym)
+		return 0;
 	sprint_symbol(sym, start);
 	size = strchr(sym, '/');
-	if (!size)
-		return 0;
-	end = strchrnul(size, ' ');
-	*end = '\0';
-	return kstrtoul(size + 1, 0, &n) ? 0 : n;
+	if (size) {
+		*strchrnul(size, ' ') = '\0';
+		if (kstrtoul(size + 1, 0, &n))
+			n = 0;
+	}
+	kfree(sym);
+	return n;
 }
 
 /* Trace @hook's function: by address, or by name when it has no export. */
 static int mrpin_hook_filter(const struct mrpin_hook *hook)
 {
-	char name[KSYM_NAME_LEN];
+	char *name;
 	int ret;
 
 	if (hook->target) {
@@ -330,8 +337,12 @@ static int mrpin_hook_filter(const struct mrpin_hook *hook)
 			pr_err("mrpin: cannot trace %s: %d\n", hook->name, ret);
 		return ret;
 	}
-	strscpy(name, hook->name, sizeof(name));
+	/* ftrace_set_filter() wants a buffer it may write to. */
+	name = kstrdup(hook->name, GFP_KERNEL);
+	if (!name)
+		return -ENOMEM;
 	ret = ftrace_set_filter(&mrpin_hook_ops, name, strlen(name), 0);
+	kfree(name);
 	if (ret)
 		pr_err("mrpin: ib_core has no %s to trace (inlined or renamed?): mrpin would miss pins, so it does not load\n",
 		       hook->name);

@@ -7,7 +7,7 @@
  *   the VA pin --ftrace--> hook.c --> pin.c: mrpin_pin_prepare()
  *   (ib_umem_get(),                         (owner, device, charge)
  *    __ib_umem_get_va())              the real pin
- *                                     pin.c: mrpin_pin_commit() or
+ *                                     pin.c: mrpin_pin_record() or
  *                                            mrpin_pin_abort()
  *   ib_umem_release() --ftrace--> hook.c --> pin.c: mrpin_pin_unpublish()
  *                                      the real release
@@ -17,6 +17,47 @@
  * per-device records, debugfs.c only reads them.  Every record is freed
  * through RCU so that the debugfs views can walk them without blocking the
  * pin path.
+ *
+ * Notes on locking.  Every lock of the module, what it protects, and the
+ * order they nest in:
+ *
+ *   mrpin_owners_lock (mutex, account.c)
+ *	the owner hashes (processes, users, cgroups), mrpin_procs, the list
+ *	of cgroup records and the reaping cursors.  Taken to create a
+ *	record, to take a reference on a parked one (its count going from
+ *	zero: only under this lock), and to free one (reaping, unload).
+ *	Dropping a reference (mrpin_proc_put(), mrpin_cg_put()) is a bare
+ *	atomic decrement: the last one parks the record, and only the
+ *	reaper, under the lock, frees a parked record.  Lookups under RCU
+ *	take a reference with atomic_inc_not_zero(), never from zero, so
+ *	they cannot revive a record the reaper is freeing.  The views walk
+ *	under RCU and never take it.
+ *   proc->lock (spinlock)
+ *	a process record's bookkeeping (struct mrpin_proc, the fields after
+ *	it).  A leaf.
+ *   mrpin_devs_lock (mutex, device.c)
+ *	the mrpin_devs list; the `devices` view holds it while it prints.
+ *	Outer to dev->name_lock.
+ *   dev->name_lock (spinlock)
+ *	a device record's name, which a rename changes.  A leaf.
+ *   mrpin_policy_lock (mutex, policy.c)
+ *	serialises the writers of the policy snapshot (and the reader of the
+ *	whole policy); the pin path reads the snapshot under RCU.
+ *   reader->lock (mutex, events.c, one per open `events` file)
+ *	the reader's state; dropped while a read waits.  Outer to
+ *	mrpin_events_lock.
+ *   mrpin_events_lock (spinlock, events.c)
+ *	the events ring and its next sequence number.  A leaf, taken under
+ *	rcu_read_lock() by the pin path (a report).
+ *   mrpin_leaks_lock (spinlock, leaks.c)
+ *	the `leaks` table.  A leaf.
+ *
+ * The mutexes are never held together; each spinlock is a leaf but for
+ * the two outer/inner pairs named.  The pin path takes no mutex but
+ * mrpin_owners_lock, and that only for a new or parked record; the
+ * release path takes none.  The pin tables
+ * (rhashtable, xarray) have their own internal locks; counters are
+ * atomics; hook.c's percpu_refs are no locks but gate unload.
  */
 #ifndef _MRPIN_H
 #define _MRPIN_H
@@ -35,6 +76,7 @@
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 
+#include "mrpin_abi.h"
 #include "version.h"
 
 struct cgroup;
@@ -83,10 +125,7 @@ struct mrpin_dev {
 	struct rcu_head rcu;
 };
 
-/*
- * mrpin_devs_lock (a mutex) protects the mrpin_devs list; the debugfs view
- * holds it while it prints the (short) list.
- */
+/* The device records; mrpin_devs_lock: see "Notes on locking" above. */
 extern struct list_head mrpin_devs;
 extern struct mutex mrpin_devs_lock;
 
@@ -102,6 +141,7 @@ void mrpin_dev_name(struct mrpin_dev *dev, char *buf, size_t len);
  * struct mrpin_proc - the pins of one address space (one process)
  * @hnode:	in the owner hash, keyed by @mm (RCU readers)
  * @node:	on mrpin_procs, in creation order, under mrpin_owners_lock
+ *		(RCU readers)
  * @ref:	one per live pin, plus transient references from the pin path;
  *		zero: parked (see mrpin_proc_put()); an atomic_t for that reason
  * @mm:		the owning address space (the key; held with mmgrab())
@@ -182,6 +222,7 @@ struct mrpin_user {
 /**
  * struct mrpin_cg - the pins made in one cgroup (v2) and its descendants
  * @hnode:	in the owner hash, keyed by @id
+ * @node:	on account.c's list of cgroup records, under mrpin_owners_lock
  * @ref:	one per live pin made in this very cgroup, one per child record;
  *		zero: parked, kept for the next pin (see mrpin_cg_put()).  An
  *		atomic_t, not a refcount_t: zero is a normal state here
@@ -195,6 +236,7 @@ struct mrpin_user {
  */
 struct mrpin_cg {
 	struct hlist_node hnode;
+	struct list_head node;
 	atomic_t ref;
 	u64 id;
 	struct mrpin_cg *parent;
@@ -202,11 +244,7 @@ struct mrpin_cg {
 	struct rcu_head rcu;
 };
 
-/*
- * mrpin_owners_lock (a mutex) protects the owner hash (processes, users,
- * cgroups) and the mrpin_procs list; it is taken to create a record and to
- * drop a record's last reference.  Lookups walk the hash under RCU.
- */
+/* The owner records; mrpin_owners_lock: see "Notes on locking" above. */
 #define MRPIN_OWNER_HASH_BITS 8
 
 extern struct list_head mrpin_procs;
@@ -253,40 +291,7 @@ struct mrpin_stats {
 
 extern struct mrpin_stats mrpin_stats;
 
-/* The scopes of the rules (policy.c), then of events only. */
-enum mrpin_scope {
-	MRPIN_SCOPE_GLOBAL,
-	MRPIN_SCOPE_PROCESS,
-	MRPIN_SCOPE_UID,
-	MRPIN_SCOPE_CGROUP,
-	MRPIN_NR_RULE_SCOPES,
-	MRPIN_SCOPE_DEVICE = MRPIN_NR_RULE_SCOPES,
-	MRPIN_NR_SCOPES,
-};
-
-/*
- * The limits of a rule, indexing struct mrpin_limits.max[]; then what else
- * an event can be about (struct mrpin_violation.key).
- */
-enum mrpin_limit_key {
-	MRPIN_MAX_PINNED,
-	MRPIN_MAX_PINS,
-	MRPIN_MAX_PIN_SIZE,
-	MRPIN_NR_LIMIT_KEYS,
-	MRPIN_EVENT_STACK = MRPIN_NR_LIMIT_KEYS,
-	MRPIN_EVENT_MR_TABLE,
-	MRPIN_NR_EVENT_KEYS,
-};
-
-/* What to do with a registration of stack memory (global stack=). */
-enum mrpin_stack_action {
-	MRPIN_STACK_ALLOW,
-	MRPIN_STACK_WARN,
-	MRPIN_STACK_DENY,
-};
-
 #define MRPIN_UNLIMITED U64_MAX
-#define MRPIN_PATH_MAX 256
 
 /**
  * struct mrpin_limits - the limits of one rule
@@ -347,15 +352,32 @@ void mrpin_cg_put(struct mrpin_cg *cg);
 u64 mrpin_proc_vm_pinned_bytes(const struct mrpin_proc *proc);
 
 /**
+ * struct mrpin_charge - what one pin is charged to, and how much
+ * @proc:	the owning process, with a reference
+ * @user:	the owning user (user records stay until unload)
+ * @cg:		the cgroup the pin was made in, with a reference
+ * @dev:	the device, with a reference
+ * @bytes:	the bytes charged: the pages spanned, as ib_umem_get()
+ *		charges mm->pinned_vm (mrpin_pin_bytes())
+ *
+ * The charge API (account.c) takes this, never the pin: the owners and
+ * the amount are all it needs.
+ */
+struct mrpin_charge {
+	struct mrpin_proc *proc;
+	struct mrpin_user *user;
+	struct mrpin_cg *cg;
+	struct mrpin_dev *dev;
+	u64 bytes;
+};
+
+/**
  * struct mrpin_pin - one live pin (one ib_umem)
  * @node:	in the umem-keyed table (found again at release)
  * @umem:	the key; compared, never dereferenced
  * @id:		unique, increasing
  * @slot:	the pin's index in mrpin_pins
- * @proc:	the owner, with a reference
- * @dev:	the device, with a reference
- * @user:	the owning user, with a reference
- * @cg:		the cgroup the pin was made in, with a reference
+ * @charge:	the owners and device it is charged to, and the bytes
  * @start:	the user address asked for
  * @length:	the length asked for, in bytes
  * @caller:	return address into the kernel function that asked for it
@@ -375,10 +397,7 @@ struct mrpin_pin {
 	const struct ib_umem *umem;
 	u64 id;
 	u32 slot;
-	struct mrpin_proc *proc;
-	struct mrpin_dev *dev;
-	struct mrpin_user *user;
-	struct mrpin_cg *cg;
+	struct mrpin_charge charge;
 	unsigned long start;
 	size_t length;
 	unsigned long caller;
@@ -409,13 +428,12 @@ struct mrpin_callsite {
 /* Live pins by slot (a small, reused index), for the views; RCU readers. */
 extern struct xarray mrpin_pins;
 
-struct kmem_cache *mrpin_cache_create(const char *name, unsigned int size);
 int mrpin_pin_init(void);
 void mrpin_pin_exit(void);
 struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 				    unsigned long addr, size_t size,
 				    unsigned long caller);
-void mrpin_pin_commit(struct mrpin_pin *pin, struct ib_umem *umem);
+void mrpin_pin_record(struct mrpin_pin *pin, struct ib_umem *umem);
 void mrpin_pin_abort(struct mrpin_pin *pin);
 struct mrpin_pin *mrpin_pin_unpublish(struct ib_umem *umem, bool *cleanup);
 void mrpin_pin_released(struct mrpin_pin *pin, bool cleanup);
@@ -451,19 +469,76 @@ static inline u64 mrpin_ram_bytes(void)
 }
 
 /* account.c: charging a pin to every owner, checking each limit */
-int mrpin_try_charge(struct mrpin_pin *pin, u64 bytes, struct cgroup *cgrp);
-void mrpin_commit(struct mrpin_pin *pin, u64 bytes);
-void mrpin_uncharge(struct mrpin_pin *pin, u64 bytes, bool released);
+int mrpin_try_charge(const struct mrpin_charge *c, struct cgroup *cgrp);
+void mrpin_count_registration(const struct mrpin_charge *c);
+void mrpin_uncharge(const struct mrpin_charge *c, bool released);
+void mrpin_deny(struct mrpin_proc *proc, const struct mrpin_violation *v);
+void mrpin_account_pinned_facts(struct mrpin_proc *proc, u64 bytes_2m,
+				u64 bytes_1g, u8 flags);
+void mrpin_account_released_facts(struct mrpin_proc *proc, u64 bytes_2m,
+				  u64 bytes_1g, unsigned int life_bucket,
+				  bool cleanup);
 
-/* policy.c */
+/* util.c */
+struct kmem_cache *mrpin_cache_create(const char *name, unsigned int size);
+
+/**
+ * enum mrpin_line_op - what a line of the `limits` grammar does
+ * @MRPIN_LINE_EMPTY:	nothing (blank, or a comment)
+ * @MRPIN_LINE_RESET:	back to the module parameters, no uid or cgroup rule
+ * @MRPIN_LINE_SET:	set the keys it names, keep the others
+ * @MRPIN_LINE_DELETE:	delete a uid or cgroup rule
+ */
+enum mrpin_line_op {
+	MRPIN_LINE_EMPTY,
+	MRPIN_LINE_RESET,
+	MRPIN_LINE_SET,
+	MRPIN_LINE_DELETE,
+};
+
+/**
+ * struct mrpin_line - one line of the `limits` grammar, as read
+ * @op:		what it does
+ * @scope:	the rule it is about (set, delete)
+ * @id:		the uid (initial namespace) or the cgroup's id
+ * @path:	a cgroup rule's path, unescaped, in the line's own buffer;
+ *		"" otherwise
+ * @set:	the keys it names (bits of enum mrpin_key)
+ * @lim:	their values (the other fields mean nothing)
+ */
+struct mrpin_line {
+	enum mrpin_line_op op;
+	enum mrpin_scope scope;
+	u64 id;
+	const char *path;
+	unsigned long set;
+	struct mrpin_limits lim;
+};
+
+/* policy_parse.c: the grammar */
+int mrpin_parse_key(struct mrpin_limits *lim, enum mrpin_key key,
+		    const char *val, const char **why);
+int mrpin_parse_line(char *line, struct mrpin_line *l, const char **why);
+void mrpin_limits_merge(struct mrpin_limits *lim, const struct mrpin_line *l);
+void mrpin_limits_unlimited(struct mrpin_limits *lim);
+void mrpin_print_limits(struct seq_file *m, const struct mrpin_limits *lim,
+			bool global);
+
+/* params.c: the module parameters */
+void mrpin_params_defaults(struct mrpin_limits *global,
+			   struct mrpin_limits *process);
+
+/* policy.c: the rules, an RCU snapshot */
 int mrpin_policy_init(void);
 void mrpin_policy_exit(void);
 const struct mrpin_limits *mrpin_policy_limits(enum mrpin_scope scope, u64 id,
 					       const char **path);
-extern const struct file_operations mrpin_limits_fops;
 const struct mrpin_limits *mrpin_policy_global(void);
-extern const char *const mrpin_scope_names[MRPIN_NR_SCOPES];
-extern const char *const mrpin_event_key_names[MRPIN_NR_EVENT_KEYS];
+int mrpin_policy_write(char *buf, unsigned int *lineno, const char **why);
+int mrpin_policy_show(struct seq_file *m);
+
+/* ctl.c: the control file `limits` */
+extern const struct file_operations mrpin_limits_fops;
 
 /* events.c */
 int mrpin_events_init(void);
@@ -473,9 +548,15 @@ extern const struct file_operations mrpin_events_fops;
 
 /* diag.c: facts about each pin, computed once */
 int mrpin_diag_prepare(struct mrpin_pin *pin);
-void mrpin_diag_commit(struct mrpin_pin *pin, struct ib_umem *umem);
+void mrpin_diag_pinned(struct mrpin_pin *pin, struct ib_umem *umem);
 void mrpin_diag_release(struct mrpin_pin *pin, bool cleanup);
-void mrpin_leaks_show(struct seq_file *m);
+
+/* callsites.c: the `callsites` view */
+int mrpin_callsites_show(struct seq_file *m);
+
+/* leaks.c: the `leaks` table */
+void mrpin_leak_add(const struct mrpin_proc *proc, u64 bytes);
+int mrpin_leaks_show(struct seq_file *m);
 
 /* hook.c */
 int mrpin_hook_init(void);

@@ -10,7 +10,7 @@
  *	      bytes within every limit (account.c, policy.c).  Nothing is
  *	      pinned yet: this is where a pin is refused.
  *   call:    the real pin.
- *   after:   mrpin_pin_commit() publishes the record, keyed by the umem;
+ *   after:   mrpin_pin_record() publishes the record, keyed by the umem;
  *	      mrpin_pin_abort() rolls the charge back if the pin failed.
  * and its wrapper of ib_umem_release() calls mrpin_pin_unpublish(), which
  * takes the record out of the tables *before* the real release (the umem's
@@ -48,10 +48,9 @@
 #include <linux/slab.h>
 #include <rdma/ib_umem.h>
 
+#include "arch.h"
 #include "compat.h"
 #include "mrpin.h"
-
-#define CREATE_TRACE_POINTS
 #include "trace.h"
 
 static struct kmem_cache *mrpin_pin_cache;
@@ -66,32 +65,6 @@ static const struct rhashtable_params mrpin_pin_params = {
 	.automatic_shrinking = true,
 };
 
-/* Only there to make the cache unmergeable; see mrpin_cache_create(). */
-static void mrpin_cache_ctor(void *object)
-{
-}
-
-/**
- * mrpin_cache_create() - a slab cache of mrpin's own
- * @name: its name in /proc/slabinfo and /sys/kernel/slab
- * @size: the size of its objects
- *
- * An own cache shows mrpin's records in /proc/slabinfo, and lets failslab
- * aim at mrpin alone (cache-filter, with the caches marked by booting with
- * slub_debug=A,mrpin_*, on a kernel with CONFIG_FAILSLAB: the sysfs flag is
- * read-only since 5.9).  Both need the cache not to be merged
- * into another of the same size: a constructor prevents that, 6.1 having
- * no SLAB_NO_MERGE.  The constructor does nothing, so objects are not
- * zeroed: the callers clear them.
- *
- * Context: process context.
- * Return: the cache, or NULL.
- */
-struct kmem_cache *mrpin_cache_create(const char *name, unsigned int size)
-{
-	return kmem_cache_create(name, size, 0, 0, mrpin_cache_ctor);
-}
-
 static void mrpin_pin_free_rcu(struct rcu_head *rcu)
 {
 	struct mrpin_pin *pin = container_of(rcu, struct mrpin_pin, rcu);
@@ -100,15 +73,15 @@ static void mrpin_pin_free_rcu(struct rcu_head *rcu)
 	kmem_cache_free(mrpin_pin_cache, pin);
 }
 
-/* Drop what a record holds and free it after RCU readers are done. */
+/*
+ * Drop the references of a prepared record (every owner and the device)
+ * and free it after RCU readers are done.
+ */
 static void mrpin_pin_free(struct mrpin_pin *pin)
 {
-	if (!IS_ERR_OR_NULL(pin->cg))
-		mrpin_cg_put(pin->cg);
-	if (!IS_ERR_OR_NULL(pin->proc))
-		mrpin_proc_put(pin->proc);
-	if (pin->dev)
-		mrpin_dev_put(pin->dev);
+	mrpin_cg_put(pin->charge.cg);
+	mrpin_proc_put(pin->charge.proc);
+	mrpin_dev_put(pin->charge.dev);
 	call_rcu(&pin->rcu, mrpin_pin_free_rcu);
 }
 
@@ -131,6 +104,18 @@ static struct mrpin_pin *mrpin_pin_nomem(void)
 	return ERR_PTR(-ENOMEM);
 }
 
+/*
+ * Whether mrpin tracks a pin of [@addr, @addr + @size): not a range
+ * ib_umem_get() refuses itself before charging anything, not a kernel
+ * thread's.
+ */
+static bool mrpin_pin_ours(unsigned long addr, size_t size)
+{
+	if (!size || addr + size < addr || PAGE_ALIGN(addr + size) < addr + size)
+		return false;
+	return current->mm;
+}
+
 /**
  * mrpin_pin_prepare() - get ready for a pin and charge it
  * @ibdev: the device ib_umem_get() was called for
@@ -138,80 +123,85 @@ static struct mrpin_pin *mrpin_pin_nomem(void)
  * @size: its length in bytes
  * @caller: the return address into the kernel function that asked
  *
+ * In order: the record, its owners and device (each with a reference),
+ * its slot; then the two decisions, the stack rule and the limits (the
+ * charge).  A failure unwinds what was taken, in reverse order.
+ *
  * Context: process context (the registering task), may sleep.
- * Return: a record to pass to mrpin_pin_commit() or mrpin_pin_abort();
- * NULL when the pin is not tracked (a range ib_umem_get() will refuse, a
- * task without an mm, a device mrpin does not know, no memory for the
- * records in warn mode); an ERR_PTR() when the pin must be refused.
+ * Return: a record to pass to mrpin_pin_record() or mrpin_pin_abort();
+ * NULL when the pin goes through untracked: not ours (see
+ * mrpin_pin_ours(), or a device mrpin does not know), or no memory for the
+ * records under action=warn; ERR_PTR(-ENOMEM) when the pin is refused: a
+ * rule refused it, or no memory for the records under action=enforce.
  */
 struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 				    unsigned long addr, size_t size,
 				    unsigned long caller)
 {
+	struct mrpin_charge *c;
 	struct mrpin_pin *pin;
 	struct mrpin_dev *dev;
 	struct cgroup *cgrp;
 	int ret;
 
-	/* ib_umem_get() refuses these itself, before charging anything. */
-	if (!size || addr + size < addr || PAGE_ALIGN(addr + size) < addr + size)
-		return NULL;
-
-	/* Not ours to track: a kernel thread, a device mrpin does not know. */
-	if (!current->mm)
+	if (!mrpin_pin_ours(addr, size))
 		return NULL;
 	dev = mrpin_dev_get(ibdev);
 	if (!dev)
 		return NULL;
 
 	pin = kmem_cache_alloc(mrpin_pin_cache, GFP_KERNEL);
-	if (!pin) {
-		mrpin_dev_put(dev);
-		return mrpin_pin_nomem();
-	}
+	if (!pin)
+		goto err_nomem_dev;
 	memset(pin, 0, sizeof(*pin));
 	pin->start = addr;
 	pin->length = size;
 	pin->caller = caller;
-	pin->dev = dev;
-	pin->proc = mrpin_proc_get_current();
-	if (IS_ERR_OR_NULL(pin->proc))
-		goto err_nomem;
-	pin->user = mrpin_user_get(current_uid());
-	if (IS_ERR(pin->user))
-		goto err_nomem;
+	c = &pin->charge;
+	c->dev = dev;
+	c->bytes = mrpin_pin_bytes(addr, size);
+	c->proc = mrpin_proc_get_current();
+	if (IS_ERR(c->proc))
+		goto err_nomem_pin;
+	c->user = mrpin_user_get(current_uid());
+	if (IS_ERR(c->user))
+		goto err_nomem_user;
 	rcu_read_lock();
 	cgrp = task_dfl_cgroup(current);
 	cgroup_get(cgrp);
 	rcu_read_unlock();
-	pin->cg = mrpin_cg_get(cgrp);
-	if (IS_ERR(pin->cg)) {
-		cgroup_put(cgrp);
-		goto err_nomem;
-	}
-	ret = mrpin_diag_prepare(pin);
-	if (ret) {
-		cgroup_put(cgrp);
-		mrpin_pin_free(pin);
-		return ERR_PTR(ret);
-	}
-	pin->id = atomic64_inc_return(&mrpin_pin_last_id);
-	if (xa_alloc(&mrpin_pins, &pin->slot, NULL, xa_limit_32b, GFP_KERNEL)) {
-		cgroup_put(cgrp);
-		goto err_nomem;
-	}
+	c->cg = mrpin_cg_get(cgrp);
+	if (IS_ERR(c->cg))
+		goto err_nomem_cgrp;
+	if (xa_alloc(&mrpin_pins, &pin->slot, NULL, xa_limit_32b, GFP_KERNEL))
+		goto err_nomem_cg;
 
-	ret = mrpin_try_charge(pin, mrpin_pin_bytes(addr, size), cgrp);
+	ret = mrpin_diag_prepare(pin);
+	if (ret)
+		goto err_refused;
+	ret = mrpin_try_charge(c, cgrp);
+	if (ret)
+		goto err_refused;
 	cgroup_put(cgrp);
-	if (ret) {
-		xa_release(&mrpin_pins, pin->slot);
-		mrpin_pin_free(pin);
-		return ERR_PTR(ret);
-	}
+	pin->id = atomic64_inc_return(&mrpin_pin_last_id);
 	return pin;
 
-err_nomem:
+err_refused:
+	xa_release(&mrpin_pins, pin->slot);
+	cgroup_put(cgrp);
 	mrpin_pin_free(pin);
+	return ERR_PTR(ret);
+
+err_nomem_cg:
+	mrpin_cg_put(c->cg);
+err_nomem_cgrp:
+	cgroup_put(cgrp);
+err_nomem_user:			/* a user record holds no reference */
+	mrpin_proc_put(c->proc);
+err_nomem_pin:
+	kmem_cache_free(mrpin_pin_cache, pin);
+err_nomem_dev:
+	mrpin_dev_put(dev);
 	return mrpin_pin_nomem();
 }
 
@@ -223,15 +213,14 @@ err_nomem:
  */
 void mrpin_pin_abort(struct mrpin_pin *pin)
 {
-	mrpin_uncharge(pin, mrpin_pin_bytes(pin->start, pin->length), false);
+	mrpin_uncharge(&pin->charge, false);
 	xa_release(&mrpin_pins, pin->slot);
 	mrpin_pin_free(pin);
 }
 
 static void mrpin_pin_forget(struct mrpin_pin *pin, bool released)
 {
-	mrpin_uncharge(pin, mrpin_pin_bytes(pin->start, pin->length),
-		       released);
+	mrpin_uncharge(&pin->charge, released);
 	mrpin_pin_free(pin);
 }
 
@@ -239,9 +228,10 @@ static void mrpin_pin_forget(struct mrpin_pin *pin, bool released)
  * Put a record in the table by umem.  A record already there for the same
  * umem is stale: that umem was freed without mrpin seeing its release, and
  * the address came back.  hook.c's load and unload order rules that out;
- * should it happen anyway, the stale record is dropped, as released, with
- * a warning.  -EBUSY (a rehash already running while the table is over
- * full) passes once the rehash worker has run.
+ * should it happen anyway, the stale record is dropped, as released (its
+ * facts too: the backing counters stay exact), with a warning.  -EBUSY
+ * (a rehash already running while the table is over full) passes once the
+ * rehash worker has run.
  */
 static int mrpin_pin_publish(struct mrpin_pin *pin)
 {
@@ -264,20 +254,21 @@ static int mrpin_pin_publish(struct mrpin_pin *pin)
 					   mrpin_pin_params))
 			continue;
 		pr_warn_once("mrpin: a pin of pid %d was released unseen\n",
-			     old->proc->tgid);
+			     old->charge.proc->tgid);
 		xa_erase(&mrpin_pins, old->slot);
+		mrpin_diag_release(old, false);
 		mrpin_pin_forget(old, true);
 	}
 }
 
 /**
- * mrpin_pin_commit() - record a pin the kernel made
+ * mrpin_pin_record() - record a pin the kernel made
  * @pin: what mrpin_pin_prepare() returned
  * @umem: what the real ib_umem_get() returned
  *
  * Context: process context, may sleep.
  */
-void mrpin_pin_commit(struct mrpin_pin *pin, struct ib_umem *umem)
+void mrpin_pin_record(struct mrpin_pin *pin, struct ib_umem *umem)
 {
 	int ret;
 
@@ -291,16 +282,16 @@ void mrpin_pin_commit(struct mrpin_pin *pin, struct ib_umem *umem)
 		return;
 	}
 	xa_store(&mrpin_pins, pin->slot, pin, GFP_KERNEL);
-	mrpin_commit(pin, mrpin_pin_bytes(pin->start, pin->length));
-	mrpin_diag_commit(pin, umem);
+	mrpin_count_registration(&pin->charge);
+	mrpin_diag_pinned(pin, umem);
 
 	if (trace_mrpin_pin_enabled()) {
 		char name[IB_DEVICE_NAME_MAX];
 
-		mrpin_dev_name(pin->dev, name, sizeof(name));
-		trace_mrpin_pin(pin->id, pin->proc->tgid, name, pin->start,
+		mrpin_dev_name(pin->charge.dev, name, sizeof(name));
+		trace_mrpin_pin(pin->id, pin->charge.proc->tgid, name, pin->start,
 				pin->length,
-				mrpin_pin_bytes(pin->start, pin->length),
+				pin->charge.bytes,
 				pin->caller);
 	}
 }
@@ -345,7 +336,7 @@ struct mrpin_pin *mrpin_pin_unpublish(struct ib_umem *umem, bool *cleanup)
 		atomic64_inc(&mrpin_stats.untracked_releases_total);
 		return NULL;
 	}
-	*cleanup = mrpin_release_is_cleanup(pin->proc->mm);
+	*cleanup = mrpin_release_is_cleanup(pin->charge.proc->mm);
 	return pin;
 }
 
@@ -363,8 +354,8 @@ void mrpin_pin_released(struct mrpin_pin *pin, bool cleanup)
 {
 	mrpin_diag_release(pin, cleanup);
 	if (trace_mrpin_unpin_enabled())
-		trace_mrpin_unpin(pin->id, pin->proc->tgid,
-				  mrpin_pin_bytes(pin->start, pin->length),
+		trace_mrpin_unpin(pin->id, pin->charge.proc->tgid,
+				  pin->charge.bytes,
 				  local_clock() - pin->created_ns);
 	mrpin_pin_forget(pin, true);
 }

@@ -25,36 +25,31 @@
 
 #include "mrpinctl.h"
 
-#define RULES_MAX 1024		/* the module's MRPIN_RULES_MAX */
+#define RULES_MAX MRPIN_RULES_MAX
 #define MAX_TOKENS 128
 #define MAX_ERRORS 20
 
-const char *const scope_names[NR_SCOPES] = {
-	[SC_GLOBAL] = "global",
-	[SC_PROCESS] = "process",
-	[SC_UID] = "uid",
-	[SC_CGROUP] = "cgroup",
-};
+const char *const scope_names[NR_SCOPES] = { MRPIN_RULE_SCOPE_NAMES };
 
-static const char *const actions[] = { "enforce", "warn", NULL };
-static const char *const stack_actions[] = { "allow", "warn", "deny", NULL };
-static const char *const on_off[] = { "off", "on", NULL };
+static const char *const actions[] = { MRPIN_ACTION_NAMES, NULL };
+static const char *const stack_actions[] = { MRPIN_STACK_ACTION_NAMES, NULL };
+static const char *const on_off[] = { MRPIN_ON_OFF_NAMES, NULL };
 
 /* The keys; from K_GLOBAL_ONLY on, the global rule's own. */
 const struct key_desc keys[NR_KEYS] = {
-	[K_MAX_PINNED] = { "max_pinned", KT_BYTES_PCT, NULL,
+	[K_MAX_PINNED] = { MRPIN_KEY_NAME_MAX_PINNED, KT_BYTES_PCT, NULL,
 		"bytes with an optional K, M, G or T suffix, N% of RAM, or unlimited" },
-	[K_MAX_PINS] = { "max_pins", KT_COUNT, NULL,
+	[K_MAX_PINS] = { MRPIN_KEY_NAME_MAX_PINS, KT_COUNT, NULL,
 		"a number of pins or unlimited" },
-	[K_MAX_PIN_SIZE] = { "max_pin_size", KT_BYTES, NULL,
+	[K_MAX_PIN_SIZE] = { MRPIN_KEY_NAME_MAX_PIN_SIZE, KT_BYTES, NULL,
 		"bytes with an optional K, M, G or T suffix, or unlimited" },
-	[K_ACTION] = { "action", KT_WORD, actions, "enforce or warn" },
-	[K_STACK] = { "stack", KT_WORD, stack_actions, "allow, warn or deny" },
-	[K_OVERSIZE] = { "oversize", KT_BYTES, NULL,
+	[K_ACTION] = { MRPIN_KEY_NAME_ACTION, KT_WORD, actions, "enforce or warn" },
+	[K_STACK] = { MRPIN_KEY_NAME_STACK, KT_WORD, stack_actions, "allow, warn or deny" },
+	[K_OVERSIZE] = { MRPIN_KEY_NAME_OVERSIZE, KT_BYTES, NULL,
 		"bytes with an optional K, M, G or T suffix, or unlimited" },
-	[K_MR_TABLE_WARN] = { "mr_table_warn", KT_PCT, NULL,
+	[K_MR_TABLE_WARN] = { MRPIN_KEY_NAME_MR_TABLE_WARN, KT_PCT, NULL,
 		"a percentage, 0% to 100%" },
-	[K_CALLSITES] = { "callsites", KT_WORD, on_off, "on or off" },
+	[K_CALLSITES] = { MRPIN_KEY_NAME_CALLSITES, KT_WORD, on_off, "on or off" },
 };
 
 /*

@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "mrpin_abi.h"
+
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define UNLIMITED UINT64_MAX
 
@@ -387,12 +389,25 @@ void print_devs(const char *key, struct table *t);
 
 /* --- config.c --- */
 
-enum scope { SC_GLOBAL, SC_PROCESS, SC_UID, SC_CGROUP, NR_SCOPES };
+/* The module's scopes and keys (mrpin_abi.h), by shorter names. */
+enum scope {
+	SC_GLOBAL = MRPIN_SCOPE_GLOBAL,
+	SC_PROCESS = MRPIN_SCOPE_PROCESS,
+	SC_UID = MRPIN_SCOPE_UID,
+	SC_CGROUP = MRPIN_SCOPE_CGROUP,
+	NR_SCOPES = MRPIN_NR_RULE_SCOPES,
+};
 enum lkey {
-	K_MAX_PINNED, K_MAX_PINS, K_MAX_PIN_SIZE, K_ACTION,
-	K_STACK, K_OVERSIZE, K_MR_TABLE_WARN, K_CALLSITES,	/* global only */
-	NR_KEYS,
-	K_GLOBAL_ONLY = K_STACK,
+	K_MAX_PINNED = MRPIN_KEY_MAX_PINNED,
+	K_MAX_PINS = MRPIN_KEY_MAX_PINS,
+	K_MAX_PIN_SIZE = MRPIN_KEY_MAX_PIN_SIZE,
+	K_ACTION = MRPIN_KEY_ACTION,
+	K_STACK = MRPIN_KEY_STACK,		/* global only from here */
+	K_OVERSIZE = MRPIN_KEY_OVERSIZE,
+	K_MR_TABLE_WARN = MRPIN_KEY_MR_TABLE_WARN,
+	K_CALLSITES = MRPIN_KEY_CALLSITES,
+	NR_KEYS = MRPIN_NR_KEYS,
+	K_GLOBAL_ONLY = MRPIN_KEY_GLOBAL_ONLY,
 };
 
 /* How a key's value is written. */
@@ -412,9 +427,9 @@ struct key_desc {
 };
 enum rule_op { OP_RESET, OP_SET, OP_DELETE };
 
-#define CGROUP_PATH_MAX 256	/* the module's MRPIN_PATH_MAX */
-#define LIMITS_LINE_MAX 256
-#define LIMITS_WRITE_MAX 65536
+#define CGROUP_PATH_MAX MRPIN_PATH_MAX
+#define LIMITS_LINE_MAX MRPIN_LINE_MAX
+#define LIMITS_WRITE_MAX MRPIN_WRITE_MAX
 
 extern const char *const scope_names[NR_SCOPES];
 extern const struct key_desc keys[NR_KEYS];

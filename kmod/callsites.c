@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The `callsites` view: the live pins that have a call site (callsites=on
+ * when they were made; diag.c records it), grouped by process and call
+ * site, with their count, bytes and the age of the oldest.  A copy of each
+ * pin's call site is taken under RCU, sorted, then counted: a diagnostic
+ * view, it walks every pin, but never holds the pin path off while it
+ * prints.
+ *
+ * Locking: none of its own; RCU while it copies.
+ */
+#include <linux/mm.h>
+#include <linux/sched/clock.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/sort.h>
+#include <linux/string.h>
+
+#include "mrpin.h"
+
+#define MRPIN_ESCAPE " \t\n\\"
+
+/* One live pin's call site, as copied for the `callsites` view. */
+struct mrpin_site {
+	pid_t pid;
+	char comm[TASK_COMM_LEN];
+	u64 bytes;
+	u64 created_ns;
+	struct mrpin_callsite cs;
+};
+
+static int mrpin_site_cmp(const void *a, const void *b)
+{
+	const struct mrpin_site *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return memcmp(&x->cs, &y->cs, sizeof(x->cs));
+}
+
+/**
+ * mrpin_callsites_show() - the `callsites` table
+ * @m: the seq_file
+ *
+ * Context: process context, may sleep.
+ * Return: 0, or -ENOMEM when there is no memory for the copy.
+ */
+int mrpin_callsites_show(struct seq_file *m)
+{
+	struct mrpin_site *sites, *s, *g;
+	unsigned long id, n = 0, max = 0, i, j;
+	u64 now = local_clock(), bytes, oldest;
+	struct mrpin_pin *pin;
+	unsigned int k;
+
+	rcu_read_lock();
+	xa_for_each(&mrpin_pins, id, pin)
+		max += !!pin->callsite;
+	rcu_read_unlock();
+	sites = kvmalloc_array(max + 1, sizeof(*sites), GFP_KERNEL);
+	if (!sites)
+		return -ENOMEM;
+	rcu_read_lock();
+	xa_for_each(&mrpin_pins, id, pin) {
+		if (!pin->callsite || n > max)
+			continue;
+		s = &sites[n++];
+		s->pid = pin->charge.proc->tgid;
+		memcpy(s->comm, pin->charge.proc->comm, sizeof(s->comm));
+		s->bytes = pin->charge.bytes;
+		s->created_ns = pin->created_ns;
+		s->cs = *pin->callsite;
+	}
+	rcu_read_unlock();
+	sort(sites, n, sizeof(*sites), mrpin_site_cmp, NULL);
+
+	seq_puts(m, "# pid comm pins bytes oldest_age_ms frames\n");
+	for (i = 0; i < n; i = j) {
+		g = &sites[i];
+		bytes = 0;
+		oldest = g->created_ns;
+		for (j = i; j < n && !mrpin_site_cmp(g, &sites[j]); j++) {
+			bytes += sites[j].bytes;
+			oldest = min(oldest, sites[j].created_ns);
+		}
+		seq_printf(m, "%d ", g->pid);
+		seq_escape(m, g->comm, MRPIN_ESCAPE);
+		seq_printf(m, " %lu %llu %llu ", j - i, bytes,
+			   div_u64(now - oldest, NSEC_PER_MSEC));
+		for (k = 0; k < g->cs.depth; k++)
+			seq_printf(m, k ? ",0x%lx" : "0x%lx", g->cs.ip[k]);
+		seq_putc(m, '\n');
+	}
+	kvfree(sites);
+	return 0;
+}

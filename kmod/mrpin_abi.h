@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * mrpin_abi.h: what mrpin's files say, in one place for the module, for
+ * mrpinctl and for the selftests, instead of a copy in each.
+ *
+ * Plain C: no kernel type or header, so that user space includes it as it
+ * is (mrpinctl builds with -I../kmod).  Names come as lists of designated
+ * initializers, so that each side declares its own array:
+ *
+ *	static const char *const names[MRPIN_NR_RULE_SCOPES] = {
+ *		MRPIN_RULE_SCOPE_NAMES
+ *	};
+ *
+ * The `limits` control file's grammar is in policy_parse.c.
+ */
+#ifndef _MRPIN_ABI_H
+#define _MRPIN_ABI_H
+
+/* `limits`: the longest line (without its newline) and the largest write. */
+#define MRPIN_LINE_MAX		256
+#define MRPIN_WRITE_MAX		65536
+/* A cgroup rule's path, with its NUL; and the most uid and cgroup rules. */
+#define MRPIN_PATH_MAX		256
+#define MRPIN_RULES_MAX		1024
+
+/* The scopes of rules, then the one of events only (a device). */
+enum mrpin_scope {
+	MRPIN_SCOPE_GLOBAL,
+	MRPIN_SCOPE_PROCESS,
+	MRPIN_SCOPE_UID,
+	MRPIN_SCOPE_CGROUP,
+	MRPIN_NR_RULE_SCOPES,
+	MRPIN_SCOPE_DEVICE = MRPIN_NR_RULE_SCOPES,
+	MRPIN_NR_SCOPES,
+};
+
+#define MRPIN_RULE_SCOPE_NAMES					\
+	[MRPIN_SCOPE_GLOBAL] = "global",			\
+	[MRPIN_SCOPE_PROCESS] = "process",			\
+	[MRPIN_SCOPE_UID] = "uid",				\
+	[MRPIN_SCOPE_CGROUP] = "cgroup"
+#define MRPIN_SCOPE_NAMES					\
+	MRPIN_RULE_SCOPE_NAMES,					\
+	[MRPIN_SCOPE_DEVICE] = "device"
+
+/*
+ * The limits of every rule (indexes of struct mrpin_limits.max[] in the
+ * module); then what else an event can be about.
+ */
+enum mrpin_limit_key {
+	MRPIN_MAX_PINNED,
+	MRPIN_MAX_PINS,
+	MRPIN_MAX_PIN_SIZE,
+	MRPIN_NR_LIMIT_KEYS,
+	MRPIN_EVENT_STACK = MRPIN_NR_LIMIT_KEYS,
+	MRPIN_EVENT_MR_TABLE,
+	MRPIN_NR_EVENT_KEYS,
+};
+
+/* The `key` column of `events`. */
+#define MRPIN_EVENT_KEY_NAMES					\
+	[MRPIN_MAX_PINNED] = "max_pinned",			\
+	[MRPIN_MAX_PINS] = "max_pins",				\
+	[MRPIN_MAX_PIN_SIZE] = "max_pin_size",			\
+	[MRPIN_EVENT_STACK] = "stack",				\
+	[MRPIN_EVENT_MR_TABLE] = "mr_table"
+
+/*
+ * The keys of the grammar: the limits and the action (every rule), then
+ * the global rule's own (MRPIN_KEY_GLOBAL_ONLY and up).
+ */
+enum mrpin_key {
+	MRPIN_KEY_MAX_PINNED = MRPIN_MAX_PINNED,
+	MRPIN_KEY_MAX_PINS = MRPIN_MAX_PINS,
+	MRPIN_KEY_MAX_PIN_SIZE = MRPIN_MAX_PIN_SIZE,
+	MRPIN_KEY_ACTION = MRPIN_NR_LIMIT_KEYS,
+	MRPIN_KEY_STACK,
+	MRPIN_KEY_OVERSIZE,
+	MRPIN_KEY_MR_TABLE_WARN,
+	MRPIN_KEY_CALLSITES,
+	MRPIN_NR_KEYS,
+	MRPIN_KEY_GLOBAL_ONLY = MRPIN_KEY_STACK,
+};
+
+/* Each key's name, for tables that hold more than the name. */
+#define MRPIN_KEY_NAME_MAX_PINNED	"max_pinned"
+#define MRPIN_KEY_NAME_MAX_PINS		"max_pins"
+#define MRPIN_KEY_NAME_MAX_PIN_SIZE	"max_pin_size"
+#define MRPIN_KEY_NAME_ACTION		"action"
+#define MRPIN_KEY_NAME_STACK		"stack"
+#define MRPIN_KEY_NAME_OVERSIZE		"oversize"
+#define MRPIN_KEY_NAME_MR_TABLE_WARN	"mr_table_warn"
+#define MRPIN_KEY_NAME_CALLSITES	"callsites"
+
+#define MRPIN_KEY_NAMES						\
+	[MRPIN_KEY_MAX_PINNED] = MRPIN_KEY_NAME_MAX_PINNED,	\
+	[MRPIN_KEY_MAX_PINS] = MRPIN_KEY_NAME_MAX_PINS,		\
+	[MRPIN_KEY_MAX_PIN_SIZE] = MRPIN_KEY_NAME_MAX_PIN_SIZE,	\
+	[MRPIN_KEY_ACTION] = MRPIN_KEY_NAME_ACTION,		\
+	[MRPIN_KEY_STACK] = MRPIN_KEY_NAME_STACK,		\
+	[MRPIN_KEY_OVERSIZE] = MRPIN_KEY_NAME_OVERSIZE,		\
+	[MRPIN_KEY_MR_TABLE_WARN] = MRPIN_KEY_NAME_MR_TABLE_WARN, \
+	[MRPIN_KEY_CALLSITES] = MRPIN_KEY_NAME_CALLSITES
+
+/* The values of the global rule's stack= (and of action=, callsites=). */
+enum mrpin_stack_action {
+	MRPIN_STACK_ALLOW,
+	MRPIN_STACK_WARN,
+	MRPIN_STACK_DENY,
+	MRPIN_NR_STACK_ACTIONS,
+};
+
+#define MRPIN_STACK_ACTION_NAMES				\
+	[MRPIN_STACK_ALLOW] = "allow",				\
+	[MRPIN_STACK_WARN] = "warn",				\
+	[MRPIN_STACK_DENY] = "deny"
+#define MRPIN_ACTION_NAMES "enforce", "warn"
+#define MRPIN_ON_OFF_NAMES "off", "on"
+
+#endif /* _MRPIN_ABI_H */
