@@ -35,6 +35,15 @@ paths() {
 build() {
 	local start jobs
 	[ -f "$dir/.complete" ] && return
+	# One build at a time: another caller (`paths` from a second tree, a
+	# Makefile's $(shell)) waits for the one under way instead of wiping it.
+	mkdir -p "$MRPIN_CACHE/debug-kernel"
+	exec 9>"$MRPIN_CACHE/debug-kernel/$key.lock"
+	if ! flock -n 9; then
+		echo "debug-kernel: another build of $key is under way: waiting for it" >&2
+		flock 9
+	fi
+	[ -f "$dir/.complete" ] && return
 	start=$(date +%s)
 	jobs=$(nproc)
 	rm -rf "$dir"
