@@ -52,8 +52,8 @@ if [ "${KFLAVOUR:-}" = debug ]; then
 		[mrpin_limits_fuzz]=60 [mrpin_stress]=55 [mrpin_reload.sh]=49
 		[mrpin_limits_policy.sh]=48 [mrpin_install.sh]=41
 		[mrpin_load_loop.sh]=36 [mrpin_limits]=35 [mrpin_views.sh]=35
-		[mrpin_lifecycle.sh]=33 [mrpin_load.sh]=17 [mrpin_lifecycle]=16
-		[mrpin_accounting]=15 [mrpin_pressure]=15 [mrpin_devices.sh]=13)
+		[mrpin_lifecycle.sh]=33 [mrpin_views_nomem.sh]=30 [mrpin_load.sh]=17
+		[mrpin_lifecycle]=16 [mrpin_accounting]=15 [mrpin_pressure]=15 [mrpin_devices.sh]=13)
 else
 	cost=([mrpin_install.sh]=45 [mrpin_diag]=33 [mrpin_reload_churn.sh]=32
 		[mrpinctl_vm.sh]=28 [mrpin_params_fuzz.sh]=25 [mrpin_load_loop.sh]=18
