@@ -27,8 +27,8 @@
 #   -L  rounds of the latency runs (default 3; also of section 5's)
 #   -p  processes holding a pin each in section 5 (default 1000)
 #   -f  newcomers per run in section 5 (default 200)
-#   -N  newcomers per kind in section 6 (default 3000)
-#   -S  newcomers per line of section 6 (default 1000)
+#   -N  newcomers per kind in section 6 (default 2000)
+#   -S  newcomers per line of section 6 (default 500)
 #   -d  the RDMA device (default rxe0)
 #   -v  print every raw result on stderr
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,8 +46,8 @@ lat_s=5
 lat_rounds=3
 procs_n=1000
 procs_first=200
-newcomers=3000
-newcomers_step=1000
+newcomers=2000
+newcomers_step=500
 dev=rxe0
 verbose=0
 
