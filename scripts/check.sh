@@ -51,17 +51,18 @@ if [ "${KFLAVOUR:-}" = debug ]; then
 		[mrpin_failslab.sh]=108 [mrpin_security.sh]=73 [mrpin_diag]=31
 		[mrpin_leaks]=30 [mrpin_limits_fuzz]=60 [mrpin_stress]=55
 		[mrpin_reload.sh]=49 [mrpin_limits_policy.sh]=48
-		[mrpin_install.sh]=41 [mrpin_load_loop.sh]=36 [mrpin_limits]=25
-		[mrpin_events]=10 [mrpin_views.sh]=35
-		[mrpin_lifecycle.sh]=33 [mrpin_load.sh]=17 [mrpin_lifecycle]=16
+		[mrpin_events_readers]=45 [mrpin_install.sh]=41
+		[mrpin_load_loop.sh]=36 [mrpin_limits]=25 [mrpin_events]=10
+		[mrpin_views.sh]=35 [mrpin_lifecycle.sh]=33
+		[mrpin_views_nomem.sh]=30 [mrpin_load.sh]=17 [mrpin_lifecycle]=16
 		[mrpin_accounting]=15 [mrpin_pressure]=15 [mrpin_devices.sh]=13)
 else
 	cost=([mrpin_install.sh]=45 [mrpin_diag]=17 [mrpin_leaks]=16
 		[mrpin_reload_churn.sh]=32 [mrpinctl_vm.sh]=28
 		[mrpin_params_fuzz.sh]=25 [mrpin_load_loop.sh]=18
 		[mrpinctl_doctor.sh]=18 [mrpin_pressure]=17 [mrpin_security.sh]=14
-		[mrpin_limits]=10 [mrpin_events]=4 [mrpin_limits_policy.sh]=7
-		[mrpin_stress]=6 [mrpin_lifecycle.sh]=6)
+		[mrpin_events_readers]=20 [mrpin_limits]=10 [mrpin_events]=4
+		[mrpin_limits_policy.sh]=7 [mrpin_stress]=6 [mrpin_lifecycle.sh]=6)
 fi
 
 # VMs: one per CPU, no more than the tests, nor than the memory holds

@@ -2,14 +2,20 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # mrpin's benchmarks: what tracking costs the registration path, kernel
-# memory per pin, the cost of reading the debugfs views, and registration
-# latency while `pins` is read.  Runs as root in the test VM (`make bench`)
-# with rxe0 up and mrpin loaded; switches mrpin off and on (rmmod/insmod)
-# so that loaded (A) and unloaded (B) runs alternate, A B A B ..., in one
-# boot.  A report: no pass/fail thresholds.
+# memory per pin, the cost of reading the debugfs views, registration
+# latency while `pins` is read, the first registration of a new process
+# while `procs` is read, and as the records of earlier processes pile up.
+# Runs as root in the test VM (`make bench`) with rxe0 up and mrpin loaded;
+# switches mrpin off and on (rmmod/insmod) so that loaded (A) and unloaded
+# (B) runs alternate, A B A B ..., in one boot.  A report: no pass/fail
+# thresholds.
 #
 #   bench.sh [-r ROUNDS] [-s SECONDS] [-m ROUNDS] [-n PINS] [-k READS]
-#            [-l SECONDS] [-L ROUNDS] [-d DEV] [-v]
+#            [-l SECONDS] [-L ROUNDS] [-p PROCS] [-f NEWCOMERS]
+#            [-N NEWCOMERS] [-S STEP] [-d DEV] [-v] [SECTION...]
+#
+#   SECTION: throughput (1), memory (2), reads (3), latency (4), procs (5),
+#   newcomers (6); default all of them, in that order.
 #
 #   -r  A/B rounds of the throughput runs (default 7)
 #   -s  seconds per throughput run (default 2)
@@ -18,7 +24,11 @@
 #       100000; the others are 1/100 and 1/10 of it)
 #   -k  reads per file and pin count (default 7)
 #   -l  seconds per latency run (default 5)
-#   -L  rounds of the latency runs (default 3)
+#   -L  rounds of the latency runs (default 3; also of section 5's)
+#   -p  processes holding a pin each in section 5 (default 1000)
+#   -f  newcomers per run in section 5 (default 200)
+#   -N  newcomers per kind in section 6 (default 2000)
+#   -S  newcomers per line of section 6 (default 500)
 #   -d  the RDMA device (default rxe0)
 #   -v  print every raw result on stderr
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,6 +44,10 @@ max_pins=100000
 reads=7
 lat_s=5
 lat_rounds=3
+procs_n=1000
+procs_first=200
+newcomers=2000
+newcomers_step=500
 dev=rxe0
 verbose=0
 
@@ -42,7 +56,7 @@ usage() {
 	exit 2
 }
 
-while getopts "r:s:m:n:k:l:L:d:vh" opt; do
+while getopts "r:s:m:n:k:l:L:p:f:N:S:d:vh" opt; do
 	case "$opt" in
 	r) rounds=$OPTARG ;;
 	s) run_s=$OPTARG ;;
@@ -51,13 +65,29 @@ while getopts "r:s:m:n:k:l:L:d:vh" opt; do
 	k) reads=$OPTARG ;;
 	l) lat_s=$OPTARG ;;
 	L) lat_rounds=$OPTARG ;;
+	p) procs_n=$OPTARG ;;
+	f) procs_first=$OPTARG ;;
+	N) newcomers=$OPTARG ;;
+	S) newcomers_step=$OPTARG ;;
 	d) dev=$OPTARG ;;
 	v) verbose=1 ;;
 	*) usage ;;
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -eq 0 ] || usage
+all_sections="throughput memory reads latency procs newcomers"
+# shellcheck disable=SC2086
+[ $# -gt 0 ] || set -- $all_sections
+declare -A run
+for section; do
+	[[ " $all_sections " == *" $section "* ]] || usage
+	run[$section]=1
+done
+
+# want SECTION: the section was asked for.
+want() {
+	[ -n "${run[$1]:-}" ]
+}
 
 bench=$here/mrpin_bench
 die() {
@@ -138,18 +168,20 @@ run_bench() {
 	out=$("$bench" -d "$dev" "$@") || die "mrpin_bench $* failed"
 }
 
-# Holders: `mrpin_bench hold N` processes, each fed by a FIFO that this
-# shell keeps open; closing it makes the holder release its pins and exit.
+# Holders: `mrpin_bench hold N` (or `procs N`) processes, each fed by a
+# FIFO that this shell keeps open; closing it makes the holder release its
+# pins and exit.
 holder_pids=()
 holder_fds=()
 holder_outs=()
 
+# hold_start hold|procs N: one more holder.
 hold_start() {
 	local i=${#holder_pids[@]} fifo fd
 
 	fifo=$tmp/hold.$i
 	mkfifo "$fifo" || die "mkfifo failed"
-	"$bench" -d "$dev" hold "$1" <"$fifo" >"$fifo.out" 2>&1 &
+	"$bench" -d "$dev" "$@" <"$fifo" >"$fifo.out" 2>&1 &
 	holder_pids+=($!)
 	holder_outs+=("$fifo.out")
 	exec {fd}>"$fifo"
@@ -261,7 +293,10 @@ echo "device:   $dev"
 echo "counts:   throughput $rounds A/B rounds x ${run_s} s per run;" \
 	"memory $mem_rounds A/B rounds x $mem_pins pins;"
 echo "          reads: $reads per file at $((max_pins / 100)), $((max_pins / 10))," \
-	"$max_pins pins; latency $lat_rounds rounds x ${lat_s} s per variant"
+	"$max_pins pins; latency $lat_rounds rounds x ${lat_s} s per variant;"
+echo "          first pins: $procs_n processes, $procs_first newcomers x" \
+	"$lat_rounds rounds per variant; $newcomers newcomers per kind"
+echo "sections: $*"
 echo "A = mrpin loaded, B = mrpin unloaded, alternating A B A B ... in this boot."
 echo
 
@@ -269,116 +304,120 @@ mrpin_load || die "insmod $MRPIN_KO failed"
 
 # --- 1. registration throughput ----------------------------------------
 
-sizes=(4096 65536 2097152 67108864)
-declare -A rate last
-for _ in $(seq "$rounds"); do
-	for threads in 1 2; do
-		for size in "${sizes[@]}"; do
-			# One A/B pair, back to back.
-			for state in loaded unloaded; do
-				set_state "$state"
-				run_bench regdereg "$size" "$threads" "$run_s"
-				verbose "$state $out"
-				rate[$state,$size,$threads]+=" $(kv rate "$out")"
-				last[$state]=$(kv rate "$out")
+section_throughput() {
+	sizes=(4096 65536 2097152 67108864)
+	declare -A rate last
+	for _ in $(seq "$rounds"); do
+		for threads in 1 2; do
+			for size in "${sizes[@]}"; do
+				# One A/B pair, back to back.
+				for state in loaded unloaded; do
+					set_state "$state"
+					run_bench regdereg "$size" "$threads" "$run_s"
+					verbose "$state $out"
+					rate[$state,$size,$threads]+=" $(kv rate "$out")"
+					last[$state]=$(kv rate "$out")
+				done
+				rate[ratio,$size,$threads]+=" $(calc "${last[loaded]} / ${last[unloaded]}")"
 			done
-			rate[ratio,$size,$threads]+=" $(calc "${last[loaded]} / ${last[unloaded]}")"
 		done
 	done
-done
-set_state loaded
+	set_state loaded
 
-rule
-echo "1. ibv_reg_mr + ibv_dereg_mr throughput"
-echo "   mrpin_bench regdereg SIZE THREADS $run_s: registrations/s summed over the"
-echo "   threads; $rounds A/B pairs per row, each pair back to back (rmmod/insmod"
-echo "   between runs).  Medians; spread = (max - min) / median; ratio = median"
-echo "   of the $rounds per-pair ratios loaded/unloaded, with their range."
-echo
-printf '   %-7s %3s %12s %7s %12s %7s %8s %14s\n' size thr \
-	"loaded /s" spread "unloaded /s" spread ratio "pair range"
-for threads in 1 2; do
-	for size in "${sizes[@]}"; do
-		# shellcheck disable=SC2086
-		{
-			la=$(median ${rate[loaded,$size,$threads]})
-			ua=$(median ${rate[unloaded,$size,$threads]})
-			ls=$(spread ${rate[loaded,$size,$threads]})
-			us=$(spread ${rate[unloaded,$size,$threads]})
-			ra=$(median ${rate[ratio,$size,$threads]})
-			rlo=$(min ${rate[ratio,$size,$threads]})
-			rhi=$(max ${rate[ratio,$size,$threads]})
-		}
-		printf '   %-7s %3d %12.1f %6s%% %12.1f %6s%% %8.3f %6.2f - %5.2f\n' \
-			"$(human_size "$size")" "$threads" "$la" "$ls" "$ua" \
-			"$us" "$ra" "$rlo" "$rhi"
+	rule
+	echo "1. ibv_reg_mr + ibv_dereg_mr throughput"
+	echo "   mrpin_bench regdereg SIZE THREADS $run_s: registrations/s summed over the"
+	echo "   threads; $rounds A/B pairs per row, each pair back to back (rmmod/insmod"
+	echo "   between runs).  Medians; spread = (max - min) / median; ratio = median"
+	echo "   of the $rounds per-pair ratios loaded/unloaded, with their range."
+	echo
+	printf '   %-7s %3s %12s %7s %12s %7s %8s %14s\n' size thr \
+		"loaded /s" spread "unloaded /s" spread ratio "pair range"
+	for threads in 1 2; do
+		for size in "${sizes[@]}"; do
+			# shellcheck disable=SC2086
+			{
+				la=$(median ${rate[loaded,$size,$threads]})
+				ua=$(median ${rate[unloaded,$size,$threads]})
+				ls=$(spread ${rate[loaded,$size,$threads]})
+				us=$(spread ${rate[unloaded,$size,$threads]})
+				ra=$(median ${rate[ratio,$size,$threads]})
+				rlo=$(min ${rate[ratio,$size,$threads]})
+				rhi=$(max ${rate[ratio,$size,$threads]})
+			}
+			printf '   %-7s %3d %12.1f %6s%% %12.1f %6s%% %8.3f %6.2f - %5.2f\n' \
+				"$(human_size "$size")" "$threads" "$la" "$ls" "$ua" \
+				"$us" "$ra" "$rlo" "$rhi"
+		done
 	done
-done
-echo
+	echo
+
+}
 
 # --- 2. kernel memory per pin ----------------------------------------------
 
-declare -A mem
-cache=
-for _ in $(seq "$mem_rounds"); do
-	for state in loaded unloaded; do
-		set_state "$state"
-		settle
-		slab0=$(meminfo Slab)
-		sunr0=$(meminfo SUnreclaim)
-		if [ "$state" = loaded ]; then
-			cache=$(pin_cache_name) || die "no slab cache for mrpin_pin"
-			act0=$(slab_field "$cache" 2)
-			nsl0=$(slab_field "$cache" 15)
-		fi
-		hold_start "$mem_pins"
-		hold_wait
-		sleep 1
-		slab1=$(meminfo Slab)
-		sunr1=$(meminfo SUnreclaim)
-		if [ "$state" = loaded ]; then
-			line=$(grep "^$cache " /proc/slabinfo)
-			act1=$(slab_field "$cache" 2)
-			nsl1=$(slab_field "$cache" 15)
-			objsize=$(slab_field "$cache" 4)
-			pps=$(slab_field "$cache" 6)
-			if [ "$cache" = mrpin_pin ]; then
-				# Its own cache: every object is a pin record.
-				act0=0
-				nsl0=0
+section_memory() {
+	declare -A mem
+	cache=
+	for _ in $(seq "$mem_rounds"); do
+		for state in loaded unloaded; do
+			set_state "$state"
+			settle
+			slab0=$(meminfo Slab)
+			sunr0=$(meminfo SUnreclaim)
+			if [ "$state" = loaded ]; then
+				cache=$(pin_cache_name) || die "no slab cache for mrpin_pin"
+				act0=$(slab_field "$cache" 2)
+				nsl0=$(slab_field "$cache" 15)
 			fi
-			mem[objs]+=" $(calc "($act1 - $act0) * $objsize / $mem_pins")"
-			mem[slabs]+=" $(calc "($nsl1 - $nsl0) * $pps * 4096 / $mem_pins")"
-			pins=$(mrpin_stat pins)
-			[ "$pins" = "$mem_pins" ] ||
-				die "mrpin counts $pins pins, expected $mem_pins"
-		fi
-		mem[$state,slab]+=" $(calc "($slab1 - $slab0) * 1024 / $mem_pins")"
-		mem[$state,sunr]+=" $(calc "($sunr1 - $sunr0) * 1024 / $mem_pins")"
-		verbose "$state Slab $slab0 -> $slab1 kB, SUnreclaim $sunr0 -> $sunr1 kB"
-		hold_release_all
+			hold_start hold "$mem_pins"
+			hold_wait
+			sleep 1
+			slab1=$(meminfo Slab)
+			sunr1=$(meminfo SUnreclaim)
+			if [ "$state" = loaded ]; then
+				line=$(grep "^$cache " /proc/slabinfo)
+				act1=$(slab_field "$cache" 2)
+				nsl1=$(slab_field "$cache" 15)
+				objsize=$(slab_field "$cache" 4)
+				pps=$(slab_field "$cache" 6)
+				if [ "$cache" = mrpin_pin ]; then
+					# Its own cache: every object is a pin record.
+					act0=0
+					nsl0=0
+				fi
+				mem[objs]+=" $(calc "($act1 - $act0) * $objsize / $mem_pins")"
+				mem[slabs]+=" $(calc "($nsl1 - $nsl0) * $pps * 4096 / $mem_pins")"
+				pins=$(mrpin_stat pins)
+				[ "$pins" = "$mem_pins" ] ||
+					die "mrpin counts $pins pins, expected $mem_pins"
+			fi
+			mem[$state,slab]+=" $(calc "($slab1 - $slab0) * 1024 / $mem_pins")"
+			mem[$state,sunr]+=" $(calc "($sunr1 - $sunr0) * 1024 / $mem_pins")"
+			verbose "$state Slab $slab0 -> $slab1 kB, SUnreclaim $sunr0 -> $sunr1 kB"
+			hold_release_all
+		done
 	done
-done
-set_state loaded
+	set_state loaded
 
-rule
-echo "2. Kernel memory per tracked pin"
-echo "   mrpin_bench hold $mem_pins (4 KiB MRs, one process); median of" \
-	"$mem_rounds A/B rounds"
-echo
-if [ "$cache" = mrpin_pin ]; then
-	echo "   /proc/slabinfo with $mem_pins pins held (mrpin loaded):"
-else
-	echo "   mrpin_pin has no line of its own in /proc/slabinfo: SLUB merged it into"
-	echo "   '$cache' (same object size and flags).  Per-pin figures are"
-	echo "   that cache's growth from 0 to $mem_pins pins.  Its line with the pins held:"
-fi
-echo "     $(tr -s ' ' <<<"$line")"
-echo
-# shellcheck disable=SC2086
-{
-	objs=$(median ${mem[objs]})
-	slabs=$(median ${mem[slabs]})
+	rule
+	echo "2. Kernel memory per tracked pin"
+	echo "   mrpin_bench hold $mem_pins (4 KiB MRs, one process); median of" \
+		"$mem_rounds A/B rounds"
+	echo
+	if [ "$cache" = mrpin_pin ]; then
+		echo "   /proc/slabinfo with $mem_pins pins held (mrpin loaded):"
+	else
+		echo "   mrpin_pin has no line of its own in /proc/slabinfo: SLUB merged it into"
+		echo "   '$cache' (same object size and flags).  Per-pin figures are"
+		echo "   that cache's growth from 0 to $mem_pins pins.  Its line with the pins held:"
+	fi
+	echo "     $(tr -s ' ' <<<"$line")"
+	echo
+	# shellcheck disable=SC2086
+	{
+		objs=$(median ${mem[objs]})
+		slabs=$(median ${mem[slabs]})
 }
 printf '   %-44s %8d B\n' "objsize" "$objsize"
 printf '   %-44s %8.1f B\n' "active_objs * objsize / pins" "$objs"
@@ -405,6 +444,8 @@ echo "   rhashtable's bucket array when kvmalloc() got it from kmalloc; the rest
 echo "   is rxe and ib_core's own cost of an MR.)"
 echo
 
+}
+
 # --- 3. read time of pins and procs ------------------------------------------
 
 # read_ms FILE: the wall time of one `cat FILE > /dev/null`, in ms.
@@ -417,56 +458,69 @@ read_ms() {
 	calc "($t1 - $t0) * 1000"
 }
 
-levels=($((max_pins / 100)) $((max_pins / 10)) "$max_pins")
-declare -A rd
+# hold_up_to N: holders with N pins in all (sections 3 and 4).
 held=0
 hold_s=0
-for n in "${levels[@]}"; do
+hold_up_to() {
+	local n=$1 add=$(($1 - held)) t0
+
+	[ "$add" -gt 0 ] || return 0
 	t0=$(now)
-	add=$((n - held))
-	if [ "$n" = "$max_pins" ] && [ "$add" -ge 20000 ]; then
+	if [ "$add" -ge 20000 ]; then
 		# Both vCPUs: two holders in parallel.
-		hold_start $((add / 2))
-		hold_start $((add - add / 2))
+		hold_start hold $((add / 2))
+		hold_start hold $((add - add / 2))
 	else
-		hold_start "$add"
+		hold_start hold "$add"
 	fi
 	hold_wait
 	hold_s=$(calc "$hold_s + $(now) - $t0")
 	held=$n
-	pins=$(mrpin_stat pins)
-	[ "$pins" = "$n" ] || die "mrpin counts $pins pins, expected $n"
-	p=()
-	q=()
-	for i in $(seq "$reads"); do
-		p+=("$(read_ms "$MRPIN_DIR/pins")")
-		q+=("$(read_ms "$MRPIN_DIR/procs")")
-	done
-	verbose "$n pins: pins ${p[*]} ms; procs ${q[*]} ms"
-	rd[$n,pins]=$(median "${p[@]}")
-	rd[$n,procs]=$(median "${q[@]}")
-	rd[$n,bytes]=$(wc -c <"$MRPIN_DIR/pins")
-	rd[$n,lines]=$(wc -l <"$MRPIN_DIR/pins")
-	rd[$n,plines]=$(wc -l <"$MRPIN_DIR/procs")
-done
+}
 
-rule
-echo "3. Time to read the debugfs views (mrpin loaded)"
-echo "   cat FILE > /dev/null, wall time including fork+exec of cat, median of"
-echo "   $reads reads; pins held by ${#holder_pids[@]} mrpin_bench hold processes"
-echo
-printf '   %9s %11s %13s %13s %13s\n' "live pins" "pins lines" \
-	"pins size" "pins read" "procs read"
-for n in "${levels[@]}"; do
-	printf '   %9d %11d %9.1f KiB %10.1f ms %10.1f ms\n' "$n" \
-		"${rd[$n,lines]}" "$(calc "${rd[$n,bytes]} / 1024")" \
-		"${rd[$n,pins]}" "${rd[$n,procs]}"
-done
-lo=${levels[1]}
-printf '   pins: %.2f us per line from %d to %d pins; procs has %d lines throughout\n' \
-	"$(calc "(${rd[$max_pins,pins]} - ${rd[$lo,pins]}) * 1000 / ($max_pins - $lo)")" \
-	"$lo" "$max_pins" "$((${rd[$max_pins,plines]} - 1))"
-echo
+section_reads() {
+	levels=($((max_pins / 100)) $((max_pins / 10)) "$max_pins")
+	declare -A rd
+	for n in "${levels[@]}"; do
+		hold_up_to "$n"
+		pins=$(mrpin_stat pins)
+		[ "$pins" = "$n" ] || die "mrpin counts $pins pins, expected $n"
+		p=()
+		q=()
+		for i in $(seq "$reads"); do
+			p+=("$(read_ms "$MRPIN_DIR/pins")")
+			q+=("$(read_ms "$MRPIN_DIR/procs")")
+		done
+		verbose "$n pins: pins ${p[*]} ms; procs ${q[*]} ms"
+		rd[$n,pins]=$(median "${p[@]}")
+		rd[$n,procs]=$(median "${q[@]}")
+		rd[$n,bytes]=$(wc -c <"$MRPIN_DIR/pins")
+		rd[$n,lines]=$(wc -l <"$MRPIN_DIR/pins")
+		rd[$n,plines]=$(wc -l <"$MRPIN_DIR/procs")
+	done
+
+	rule
+	echo "3. Time to read the debugfs views (mrpin loaded)"
+	echo "   cat FILE > /dev/null, wall time including fork+exec of cat, median of"
+	echo "   $reads reads; pins held by ${#holder_pids[@]} mrpin_bench hold processes"
+	echo
+	printf '   %9s %11s %13s %13s %13s\n' "live pins" "pins lines" \
+		"pins size" "pins read" "procs read"
+	for n in "${levels[@]}"; do
+		printf '   %9d %11d %9.1f KiB %10.1f ms %10.1f ms\n' "$n" \
+			"${rd[$n,lines]}" "$(calc "${rd[$n,bytes]} / 1024")" \
+			"${rd[$n,pins]}" "${rd[$n,procs]}"
+	done
+	lo=${levels[1]}
+	printf '   pins: %.2f us per line from %d to %d pins; procs has %d lines throughout\n' \
+		"$(calc "(${rd[$max_pins,pins]} - ${rd[$lo,pins]}) * 1000 / ($max_pins - $lo)")" \
+		"$lo" "$max_pins" "$((${rd[$max_pins,plines]} - 1))"
+	echo
+	if ! want latency; then
+		hold_release_all
+		held=0
+	fi
+}
 
 # --- 4. registration latency while pins is read ------------------------------
 
@@ -495,54 +549,170 @@ reader_stop() {
 	reader_reads=$(cat "$tmp/reads")
 }
 
-variants=(none procs pins)
-declare -A lat
-for _ in $(seq "$lat_rounds"); do
-	for v in "${variants[@]}"; do
-		[ "$v" = none ] || reader_start "$MRPIN_DIR/$v"
-		run_bench latency "$lat_s"
-		if [ "$v" != none ]; then
-			reader_stop
-			lat[$v,reads]+=" $reader_reads"
-		fi
-		verbose "reader $v: $out${lat[$v,reads]:+ reads${lat[$v,reads]}}"
-		lat[$v,med]+=" $(kv median_us "$out")"
-		lat[$v,p99]+=" $(kv p99_us "$out")"
-		lat[$v,max]+=" $(kv max_us "$out")"
-		lat[$v,count]+=" $(kv count "$out")"
+section_latency() {
+	variants=(none procs pins)
+	declare -A lat
+	hold_up_to "$max_pins"
+	for _ in $(seq "$lat_rounds"); do
+		for v in "${variants[@]}"; do
+			[ "$v" = none ] || reader_start "$MRPIN_DIR/$v"
+			run_bench latency "$lat_s"
+			if [ "$v" != none ]; then
+				reader_stop
+				lat[$v,reads]+=" $reader_reads"
+			fi
+			verbose "reader $v: $out${lat[$v,reads]:+ reads${lat[$v,reads]}}"
+			lat[$v,med]+=" $(kv median_us "$out")"
+			lat[$v,p99]+=" $(kv p99_us "$out")"
+			lat[$v,max]+=" $(kv max_us "$out")"
+			lat[$v,count]+=" $(kv count "$out")"
+		done
 	done
-done
-hold_release_all
+	hold_release_all
+	held=0
 
-rule
-echo "4. Registration latency with $max_pins pins held (mrpin loaded)"
-echo "   mrpin_bench latency $lat_s: one 4 KiB ibv_reg_mr + ibv_dereg_mr at a time;"
-echo "   $lat_rounds runs per variant, interleaved; a second process loops"
-echo "   cat FILE > /dev/null on the other vCPU (procs: a control for the CPU"
-echo "   load of the loop itself)"
-echo
-printf '   %-19s %9s %9s %11s %11s %11s %11s\n' "concurrent reader" \
-	"reads/run" "regs/run" "median" "p99" "worst" "worst of"
-printf '   %-19s %9s %9s %11s %11s %11s %11s\n' "" "" "" "(median)" \
-	"(median)" "(median)" "all runs"
-for v in "${variants[@]}"; do
-	case "$v" in
-	none) label="none"; nr="-" ;;
-	*)
-		label="cat $v loop"
+	rule
+	echo "4. Registration latency with $max_pins pins held (mrpin loaded)"
+	echo "   mrpin_bench latency $lat_s: one 4 KiB ibv_reg_mr + ibv_dereg_mr at a time;"
+	echo "   $lat_rounds runs per variant, interleaved; a second process loops"
+	echo "   cat FILE > /dev/null on the other vCPU (procs: a control for the CPU"
+	echo "   load of the loop itself)"
+	echo
+	printf '   %-19s %9s %9s %11s %11s %11s %11s\n' "concurrent reader" \
+		"reads/run" "regs/run" "median" "p99" "worst" "worst of"
+	printf '   %-19s %9s %9s %11s %11s %11s %11s\n' "" "" "" "(median)" \
+		"(median)" "(median)" "all runs"
+	for v in "${variants[@]}"; do
+		case "$v" in
+		none) label="none"; nr="-" ;;
+		*)
+			label="cat $v loop"
+			# shellcheck disable=SC2086
+			nr=$(median ${lat[$v,reads]})
+			;;
+		esac
 		# shellcheck disable=SC2086
-		nr=$(median ${lat[$v,reads]})
-		;;
-	esac
-	# shellcheck disable=SC2086
-	printf '   %-19s %9s %9.0f %8.1f us %8.1f us %8.1f us %8.1f us\n' \
-		"$label" "$nr" "$(median ${lat[$v,count]})" \
-		"$(median ${lat[$v,med]})" "$(median ${lat[$v,p99]})" \
-		"$(median ${lat[$v,max]})" "$(max ${lat[$v,max]})"
+		printf '   %-19s %9s %9.0f %8.1f us %8.1f us %8.1f us %8.1f us\n' \
+			"$label" "$nr" "$(median ${lat[$v,count]})" \
+			"$(median ${lat[$v,med]})" "$(median ${lat[$v,p99]})" \
+			"$(median ${lat[$v,max]})" "$(max ${lat[$v,max]})"
+	done
+	echo
+}
+
+# --- 5. a new process's first pin while procs is read ---------------------
+
+section_procs() {
+	local v label nr t0 ready procs_ms
+	local variants=(none procs pins)
+	local -A fp
+
+	# The processes, each holding a pin: one line each in procs.
+	t0=$(now)
+	hold_start procs "$procs_n"
+	hold_wait
+	ready=$(calc "$(now) - $t0")
+	[ "$(($(wc -l <"$MRPIN_DIR/procs") - 1))" -ge "$procs_n" ] ||
+		die "procs has fewer than $procs_n lines"
+	procs_ms=$(read_ms "$MRPIN_DIR/procs")
+
+	for _ in $(seq "$lat_rounds"); do
+		for v in "${variants[@]}"; do
+			[ "$v" = none ] || reader_start "$MRPIN_DIR/$v"
+			run_bench first "$procs_first" "$procs_first" exit
+			if [ "$v" != none ]; then
+				reader_stop
+				fp[$v,reads]+=" $reader_reads"
+			fi
+			verbose "first pins, reader $v: $out"
+			fp[$v,med]+=" $(kv median_us "$out")"
+			fp[$v,p90]+=" $(kv p90_us "$out")"
+			fp[$v,max]+=" $(kv max_us "$out")"
+		done
+	done
+	hold_release_all
+
+	rule
+	echo "5. First registration of a new process, $procs_n processes holding a pin each"
+	echo "   mrpin_bench procs $procs_n (ready in $(printf '%.1f' "$ready") s; one cat procs:" \
+		"$(printf '%.1f' "$procs_ms") ms);"
+	echo "   mrpin_bench first $procs_first $procs_first exit: $procs_first new processes one"
+	echo "   after another, each timing its first 4 KiB ibv_reg_mr (a new owner"
+	echo "   record); $lat_rounds runs per variant, interleaved; a second process loops"
+	echo "   cat FILE > /dev/null (pins: a control for the CPU load of the loop)"
+	echo
+	printf '   %-19s %9s %11s %11s %11s %11s\n' "concurrent reader" \
+		"reads/run" "median" "p90" "worst" "worst of"
+	printf '   %-19s %9s %11s %11s %11s %11s\n' "" "" "(median)" \
+		"(median)" "(median)" "all runs"
+	for v in "${variants[@]}"; do
+		case "$v" in
+		none) label="none"; nr="-" ;;
+		*)
+			label="cat $v loop"
+			# shellcheck disable=SC2086
+			nr=$(median ${fp[$v,reads]})
+			;;
+		esac
+		# shellcheck disable=SC2086
+		printf '   %-19s %9s %8.1f us %8.1f us %8.1f us %8.1f us\n' \
+			"$label" "$nr" "$(median ${fp[$v,med]})" \
+			"$(median ${fp[$v,p90]})" "$(median ${fp[$v,max]})" \
+			"$(max ${fp[$v,max]})"
+	done
+	echo
+}
+
+# --- 6. a new process's first pin as earlier ones pile up ----------------
+
+section_newcomers() {
+	local kind line n i
+	local kinds=(exit park cgroup)
+	local -A nc
+	local -a counts
+
+	for kind in "${kinds[@]}"; do
+		run_bench first "$newcomers" "$newcomers_step" "$kind"
+		verbose "newcomers $kind: $out"
+		i=0
+		while read -r line; do
+			n=$(kv procs "$line")
+			counts[i]=$n
+			nc[$kind,$i,med]=$(kv median_us "$line")
+			nc[$kind,$i,max]=$(kv max_us "$line")
+			i=$((i + 1))
+		done <<<"$out"
+	done
+
+	rule
+	echo "6. First registration of a new process as earlier ones pile up"
+	echo "   mrpin_bench first $newcomers $newcomers_step KIND: $newcomers new processes one after"
+	echo "   another, each timing its first 4 KiB ibv_reg_mr; median and worst of"
+	echo "   each $newcomers_step.  exit: each exits before the next comes.  park: each"
+	echo "   stays alive without pins (its record stays, parked).  cgroup: each in"
+	echo "   a new cgroup of its own, kept until the end, and exits (its cgroup's"
+	echo "   record stays, parked)"
+	echo
+	printf '   %10s' "processes"
+	for kind in "${kinds[@]}"; do
+		printf ' %23s' "$kind: median / worst"
+	done
+	echo
+	for i in "${!counts[@]}"; do
+		printf '   %10s' "<= ${counts[i]}"
+		for kind in "${kinds[@]}"; do
+			printf ' %11.1f /%8.1f us' "${nc[$kind,$i,med]}" \
+				"${nc[$kind,$i,max]}"
+		done
+		echo
+	done
+	echo
+}
+
+for section; do
+	"section_$section"
 done
-echo
 
 rule
-printf 'total: %.0f s in the VM (holders: %d pins registered in %.1f s)\n' \
-	"$(calc "$(now) - $t_start")" "$max_pins" "$hold_s"
+printf 'total: %.0f s in the VM\n' "$(calc "$(now) - $t_start")"
 echo

@@ -12,12 +12,27 @@
  *   mrpin_bench [-d DEV] latency SECONDS
  *	one thread, 4 KiB ibv_reg_mr() + ibv_dereg_mr() in a loop; prints
  *	the median, 99th percentile and worst single reg+dereg in us.
+ *   mrpin_bench [-d DEV] procs N
+ *	N child processes, each holding one 4 KiB MR of its own: N lines in
+ *	mrpin's `procs`; prints "ready", waits until stdin is closed, then
+ *	the children deregister and exit.
+ *   mrpin_bench [-d DEV] first N STEP exit|park|cgroup
+ *	N newcomers, one after another: each a new child process that opens
+ *	the device and times its first 4 KiB ibv_reg_mr() (the first pin of
+ *	a new process), then deregisters.  exit: it then exits.  park: it
+ *	stays alive, without pins, until the end (its record stays in
+ *	mrpin, parked).  cgroup: it runs in a cgroup of its own, made for
+ *	it under /sys/fs/cgroup/mrpin_bench.PID and removed only at the end,
+ *	and exits.  Prints, for each STEP newcomers, the count so far and the
+ *	median, 90th percentile and worst first registration of those STEP,
+ *	in us.
  *
  * DEV defaults to rxe0.  Results are printed as one line of key=value
  * pairs for the script to parse.  RLIMIT_MEMLOCK is raised to infinity
  * first, so run as root.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -30,6 +45,8 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <infiniband/verbs.h>
 
@@ -59,7 +76,9 @@ static void __attribute__((noreturn)) usage(void)
 	fprintf(stderr,
 		"usage: mrpin_bench [-d DEV] regdereg SIZE THREADS SECONDS\n"
 		"       mrpin_bench [-d DEV] hold N\n"
-		"       mrpin_bench [-d DEV] latency SECONDS\n");
+		"       mrpin_bench [-d DEV] latency SECONDS\n"
+		"       mrpin_bench [-d DEV] procs N\n"
+		"       mrpin_bench [-d DEV] first N STEP exit|park|cgroup\n");
 	exit(2);
 }
 
@@ -140,7 +159,8 @@ static void raise_memlock(void)
 		die("setrlimit(RLIMIT_MEMLOCK, infinity): %s", strerror(errno));
 }
 
-static void open_device(void)
+/* The device to open: found once, opened by each child of its own. */
+static struct ibv_device *find_device(struct ibv_device ***listp)
 {
 	struct ibv_device **list;
 	int i, n;
@@ -154,13 +174,26 @@ static void open_device(void)
 	}
 	if (i == n)
 		die("RDMA device %s not found", dev_name);
-	ctx = ibv_open_device(list[i]);
+	*listp = list;
+	return list[i];
+}
+
+static void open_found_device(struct ibv_device *dev)
+{
+	ctx = ibv_open_device(dev);
 	if (!ctx)
 		die("ibv_open_device(%s): %s", dev_name, strerror(errno));
-	ibv_free_device_list(list);
 	pd = ibv_alloc_pd(ctx);
 	if (!pd)
 		die("ibv_alloc_pd: %s", strerror(errno));
+}
+
+static void open_device(void)
+{
+	struct ibv_device **list;
+
+	open_found_device(find_device(&list));
+	ibv_free_device_list(list);
 }
 
 static void close_device(void)
@@ -355,6 +388,239 @@ static int cmd_latency(double seconds)
 	return 0;
 }
 
+/* procs and first: child processes */
+
+/* Write all of @len bytes, or die. */
+static void write_all(int fd, const void *buf, size_t len)
+{
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			die("write: %s", strerror(errno));
+		buf = (const char *)buf + n;
+		len -= n;
+	}
+}
+
+/* Read exactly @len bytes: 0, or -1 at EOF or on error. */
+static int read_all(int fd, void *buf, size_t len)
+{
+	ssize_t n;
+
+	while (len) {
+		n = read(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		buf = (char *)buf + n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Block until @fd reaches EOF (its writers closed it). */
+static void wait_eof(int fd)
+{
+	char buf[64];
+
+	while (read(fd, buf, sizeof(buf)) > 0 || errno == EINTR)
+		;
+}
+
+/*
+ * Reap @n children; die if one failed.  Each holds the read end of a pipe
+ * whose write end the caller just closed (or has exited).
+ */
+static void reap_children(long n)
+{
+	int status;
+
+	while (n-- > 0) {
+		if (wait(&status) < 0)
+			die("wait: %s", strerror(errno));
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			die("a child failed (status %#x)", status);
+	}
+}
+
+/*
+ * A child holding one MR of its own: reports 0 on @ready once registered,
+ * holds it until @release reaches EOF.
+ */
+static void procs_child(struct ibv_device *dev, int ready, int release)
+{
+	struct ibv_mr *mr;
+	void *buf;
+	int ok = 0;
+
+	open_found_device(dev);
+	buf = touched_buffer(BENCH_PAGE);
+	mr = ibv_reg_mr(pd, buf, BENCH_PAGE, BENCH_ACCESS);
+	if (!mr)
+		die("ibv_reg_mr: %s", strerror(errno));
+	write_all(ready, &ok, sizeof(ok));
+	wait_eof(release);
+	if (ibv_dereg_mr(mr))
+		die("ibv_dereg_mr failed");
+	close_device();
+	_exit(0);
+}
+
+static int cmd_procs(long n)
+{
+	struct ibv_device **list, *dev;
+	int ready[2], release[2], ok;
+	double start, elapsed;
+	long i;
+
+	dev = find_device(&list);
+	if (pipe(ready) || pipe(release))
+		die("pipe: %s", strerror(errno));
+	start = now_s();
+	for (i = 0; i < n; i++) {
+		switch (fork()) {
+		case -1:
+			die("fork #%ld: %s", i, strerror(errno));
+		case 0:
+			close(ready[0]);
+			close(release[1]);
+			procs_child(dev, ready[1], release[0]);
+		}
+		/* One at a time: each registered before the next starts. */
+		if (read_all(ready[0], &ok, sizeof(ok)))
+			die("child #%ld failed", i);
+	}
+	elapsed = now_s() - start;
+	printf("ready mode=procs procs=%ld seconds=%.3f\n", n, elapsed);
+	fflush(stdout);
+
+	wait_eof(STDIN_FILENO);
+	close(release[1]);
+	reap_children(n);
+	ibv_free_device_list(list);
+	return 0;
+}
+
+enum first_mode { FIRST_EXIT, FIRST_PARK, FIRST_CGROUP };
+
+#define CGROUP_ROOT "/sys/fs/cgroup"
+
+/* Move the calling process into cgroup @path: dies on failure. */
+static void join_cgroup(const char *path)
+{
+	char file[256], pid[32];
+	int fd, len;
+
+	snprintf(file, sizeof(file), "%s/cgroup.procs", path);
+	fd = open(file, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		die("%s: %s", file, strerror(errno));
+	len = snprintf(pid, sizeof(pid), "%d", getpid());
+	if (write(fd, pid, len) != len)
+		die("%s: %s", file, strerror(errno));
+	close(fd);
+}
+
+/*
+ * A newcomer: its first registration, timed (ns, on @result), then as
+ * @mode says.
+ */
+static void first_child(struct ibv_device *dev, enum first_mode mode,
+			const char *cgroup, int result, int release)
+{
+	uint64_t t0, ns;
+	struct ibv_mr *mr;
+	void *buf;
+
+	if (mode == FIRST_CGROUP)
+		join_cgroup(cgroup);
+	open_found_device(dev);
+	buf = touched_buffer(BENCH_PAGE);
+	t0 = now_ns();
+	mr = ibv_reg_mr(pd, buf, BENCH_PAGE, BENCH_ACCESS);
+	ns = now_ns() - t0;
+	if (!mr)
+		die("ibv_reg_mr: %s", strerror(errno));
+	if (ibv_dereg_mr(mr))
+		die("ibv_dereg_mr failed");
+	close_device();
+	write_all(result, &ns, sizeof(ns));
+	if (mode == FIRST_PARK)
+		wait_eof(release);
+	_exit(0);
+}
+
+/* Print the batch of @n first registrations @lat (sorted here). */
+static void first_batch(uint64_t *lat, long n, long done)
+{
+	qsort(lat, n, sizeof(*lat), cmp_u64);
+	printf("mode=first procs=%ld count=%ld median_us=%.1f p90_us=%.1f max_us=%.1f\n",
+	       done, n, lat[n / 2] / 1e3, lat[n - 1 - n / 10] / 1e3,
+	       lat[n - 1] / 1e3);
+}
+
+static int cmd_first(long n, long step, enum first_mode mode)
+{
+	struct ibv_device **list, *dev;
+	int result[2], release[2];
+	char dir[128], cg[160];
+	uint64_t *lat;
+	long i, k = 0;
+	pid_t pid;
+
+	dev = find_device(&list);
+	lat = calloc(step, sizeof(*lat));
+	if (!lat)
+		die("out of memory");
+	if (pipe(result) || pipe(release))
+		die("pipe: %s", strerror(errno));
+	snprintf(dir, sizeof(dir), CGROUP_ROOT "/mrpin_bench.%d", getpid());
+	if (mode == FIRST_CGROUP && mkdir(dir, 0755))
+		die("mkdir %s: %s", dir, strerror(errno));
+	for (i = 0; i < n; i++) {
+		snprintf(cg, sizeof(cg), "%s/%ld", dir, i);
+		if (mode == FIRST_CGROUP && mkdir(cg, 0755))
+			die("mkdir %s: %s", cg, strerror(errno));
+		pid = fork();
+		if (pid < 0)
+			die("fork #%ld: %s", i, strerror(errno));
+		if (!pid) {
+			close(result[0]);
+			close(release[1]);
+			first_child(dev, mode, cg, result[1], release[0]);
+		}
+		if (read_all(result[0], &lat[k++], sizeof(*lat)))
+			die("newcomer #%ld failed", i);
+		/* Gone before the next one comes (park: alive until the end). */
+		if (mode != FIRST_PARK)
+			reap_children(1);
+		if (k == step || i == n - 1) {
+			first_batch(lat, k, i + 1);
+			k = 0;
+		}
+	}
+	close(release[1]);
+	if (mode == FIRST_PARK)
+		reap_children(n);
+	if (mode == FIRST_CGROUP) {
+		for (i = 0; i < n; i++) {
+			snprintf(cg, sizeof(cg), "%s/%ld", dir, i);
+			if (rmdir(cg))
+				die("rmdir %s: %s", cg, strerror(errno));
+		}
+		if (rmdir(dir))
+			die("rmdir %s: %s", dir, strerror(errno));
+	}
+	free(lat);
+	ibv_free_device_list(list);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode;
@@ -395,6 +661,23 @@ int main(int argc, char **argv)
 
 		open_device();
 		ret = cmd_latency(seconds);
+	} else if (!strcmp(mode, "procs") && argc == 2) {
+		/* The children open the device, each its own. */
+		return cmd_procs(parse_long(argv[1], 1));
+	} else if (!strcmp(mode, "first") && argc == 4) {
+		long n = parse_long(argv[1], 1);
+		long step = parse_long(argv[2], 1);
+		enum first_mode fm;
+
+		if (!strcmp(argv[3], "exit"))
+			fm = FIRST_EXIT;
+		else if (!strcmp(argv[3], "park"))
+			fm = FIRST_PARK;
+		else if (!strcmp(argv[3], "cgroup"))
+			fm = FIRST_CGROUP;
+		else
+			usage();
+		return cmd_first(n, step, fm);
 	} else {
 		usage();
 	}
