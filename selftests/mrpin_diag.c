@@ -200,7 +200,7 @@ static void stack_checks(struct __test_metadata *_metadata,
 	uint64_t asked = mrpin_span_bytes((uintptr_t)job->stack_buf, PAGE);
 	struct mrpin_event ev[4];
 	struct mrpin_proc_row proc;
-	struct mrpin_pin_row pin;
+	struct mrpin_pin_row pin = { 0 };
 	struct mrpin_stats after;
 	char comm[64], line[256], *log;
 	int n;

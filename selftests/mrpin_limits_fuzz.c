@@ -327,12 +327,12 @@ TEST_F(bad_input, lines_over_256_bytes_and_writes_over_64KiB_fail_with_EINVAL)
 	ASSERT_EQ(300UL, len);
 	try_bad(f, "300-byte rule", buf, len);
 
-	/* A comment line of 257 bytes. */
+	/* A comment line one byte over the longest. */
 	len = put(buf, 0, "# ");
-	memset(buf + len, 'y', 255);
-	len += 255;
+	memset(buf + len, 'y', MAX_LINE - 1);
+	len += MAX_LINE - 1;
 	len = put(buf, len, "\n");
-	try_bad(f, "257-byte comment", buf, len);
+	try_bad(f, "comment one byte too long", buf, len);
 
 	/* A comment of 300 bytes. */
 	len = put(buf, 0, "# ");
@@ -375,7 +375,7 @@ TEST_F(bad_input, lines_over_256_bytes_and_writes_over_64KiB_fail_with_EINVAL)
 TEST_F(bad_input, valid_writes_near_those_bounds_are_accepted)
 {
 	struct fuzz *f = &self->f;
-	char *buf, *now;
+	char *buf, *now, last[64];
 	size_t len;
 	int i;
 
@@ -403,13 +403,13 @@ TEST_F(bad_input, valid_writes_near_those_bounds_are_accepted)
 	EXPECT_NE(NULL, strstr(now, "\nuid 3 max_pinned=unlimited max_pins=3 "));
 	free(now);
 
-	/* A line of 256 bytes (a comment), and exactly 64 KiB. */
+	/* A line of the longest (a comment), and exactly 64 KiB. */
 	len = put(buf, 0, "# ");
-	memset(buf + len, 'y', 254);
-	len += 254;
+	memset(buf + len, 'y', MAX_LINE - 2);
+	len += MAX_LINE - 2;
 	len = put(buf, len, "\nuid 4 max_pins=4\n");
 	ASSERT_EQ(0, mrpin_limits_write(buf, len)) {
-		TH_LOG("a 256-byte line was refused");
+		TH_LOG("a %d-byte line was refused", MAX_LINE);
 	}
 	len = put(buf, 0, "uid 5 max_pins=5\n");
 	while (len + 2 <= MAX_WRITE)
@@ -425,15 +425,17 @@ TEST_F(bad_input, valid_writes_near_those_bounds_are_accepted)
 	EXPECT_NE(NULL, strstr(now, "\nuid 5 max_pinned=unlimited max_pins=5 "));
 	free(now);
 
-	/* As many rules as the policy holds, 1024, in one write. */
+	/* As many rules as the policy holds, in one write. */
 	len = put(buf, 0, "reset\n");
-	for (i = 0; i < 1024; i++)
+	for (i = 0; i < MRPIN_RULES_MAX; i++)
 		len += sprintf(buf + len, "uid %u max_pins=1\n", 100000 + i);
 	ASSERT_EQ(0, mrpin_limits_write(buf, len)) {
-		TH_LOG("1024 rules were refused");
+		TH_LOG("%d rules were refused", MRPIN_RULES_MAX);
 	}
 	ASSERT_EQ(0, mrpin_read_file(MRPIN_LIMITS_FILE, &now));
-	EXPECT_NE(NULL, strstr(now, "\nuid 101023 max_pinned=unlimited max_pins=1 "));
+	snprintf(last, sizeof(last), "\nuid %u max_pinned=unlimited max_pins=1 ",
+		 100000 + MRPIN_RULES_MAX - 1);
+	EXPECT_NE(NULL, strstr(now, last));
 	free(now);
 
 	ASSERT_EQ(0, mrpin_limits_write(f->saved, f->saved_len));

@@ -11,12 +11,14 @@
 #define __MRPIN_LIMITS_GEN_H
 
 #include "mrpin_utils.h"
+#include "mrpin_abi.h"
 
 /* The cgroups the policy's rules name (made by the test). */
 #define FUZZ_CG		"/mrpin_fuzz"
 #define FUZZ_CG_NORULE	FUZZ_CG "/norule"
-/* The longest write the policy takes. */
-#define MAX_WRITE	(64 * 1024)
+/* The longest write the policy takes, and its longest line. */
+#define MAX_WRITE	MRPIN_WRITE_MAX
+#define MAX_LINE	MRPIN_LINE_MAX
 
 static uint64_t rnd_state;
 
@@ -255,11 +257,11 @@ static size_t gen_random_bytes(char *buf, unsigned int i)
 	return len;
 }
 
-/* overlong: a line of 257 bytes to 64 KiB, or a write over 64 KiB. */
+/* overlong: a line of MAX_LINE + 1 bytes to 64 KiB, or a write over 64 KiB. */
 static size_t gen_overlong(char *buf, unsigned int i)
 {
 	static const size_t sizes[] = {
-		257, 258, 300, 511, 512, 1000, 4095, 4096, 4097, 8192,
+		MAX_LINE + 1, MAX_LINE + 2, 300, 511, 512, 1000, 4095, 4096, 4097, 8192,
 		16384, 65000,
 	};
 	size_t len, start, want;
@@ -274,7 +276,7 @@ static size_t gen_overlong(char *buf, unsigned int i)
 	}
 	start = good_lines(buf, 0, rnd_n(4));
 	len = start;
-	want = rnd_n(2) ? 257 + rnd_n(64) : sizes[rnd_n(MRPIN_ARRAY_SIZE(sizes))];
+	want = rnd_n(2) ? MAX_LINE + 1 + rnd_n(64) : sizes[rnd_n(MRPIN_ARRAY_SIZE(sizes))];
 	switch (i % 5) {
 	case 0:		/* a comment */
 		len += sprintf(buf + len, "# ");
@@ -663,7 +665,7 @@ static size_t mutated_bad(char *out)
 			out[i] = 0x20 + rnd_n(0x5f);
 		return len;
 	case 1:		/* over 256 bytes */
-		len = 257 + rnd_n(200);
+		len = MAX_LINE + 1 + rnd_n(200);
 		memcpy(out, "# ", 2);
 		for (i = 2; i < len; i++)
 			out[i] = 0x20 + rnd_n(0x5f);
