@@ -59,19 +59,30 @@ struct key {
 	const char *good;	/* a value it takes */
 };
 
-/* Every key of the grammar: the rules' own four first. */
+/*
+ * Every key of the grammar, by the module's own index (mrpin_abi.h): the
+ * rules' own four first, then the global rule's.
+ */
 static const struct key keys[] = {
-	{ "max_pinned", T_NUM | T_SIZE | T_PCT | T_UNL, false, "2G" },
-	{ "max_pins", T_NUM | T_UNL, false, "100" },
-	{ "max_pin_size", T_NUM | T_SIZE | T_UNL, false, "64M" },
-	{ "action", T_ACTION, false, "warn" },
-	{ "stack", T_STACK, true, "deny" },
-	{ "oversize", T_NUM | T_SIZE | T_UNL, true, "512M" },
-	{ "mr_table_warn", T_PCT, true, "90%" },
-	{ "callsites", T_SWITCH, true, "on" },
+	[MRPIN_KEY_MAX_PINNED] = { MRPIN_KEY_NAME_MAX_PINNED,
+				   T_NUM | T_SIZE | T_PCT | T_UNL, false, "2G" },
+	[MRPIN_KEY_MAX_PINS] = { MRPIN_KEY_NAME_MAX_PINS, T_NUM | T_UNL, false,
+				 "100" },
+	[MRPIN_KEY_MAX_PIN_SIZE] = { MRPIN_KEY_NAME_MAX_PIN_SIZE,
+				     T_NUM | T_SIZE | T_UNL, false, "64M" },
+	[MRPIN_KEY_ACTION] = { MRPIN_KEY_NAME_ACTION, T_ACTION, false, "warn" },
+	[MRPIN_KEY_STACK] = { MRPIN_KEY_NAME_STACK, T_STACK, true, "deny" },
+	[MRPIN_KEY_OVERSIZE] = { MRPIN_KEY_NAME_OVERSIZE,
+				 T_NUM | T_SIZE | T_UNL, true, "512M" },
+	[MRPIN_KEY_MR_TABLE_WARN] = { MRPIN_KEY_NAME_MR_TABLE_WARN, T_PCT, true,
+				      "90%" },
+	[MRPIN_KEY_CALLSITES] = { MRPIN_KEY_NAME_CALLSITES, T_SWITCH, true,
+				  "on" },
 };
+_Static_assert(MRPIN_ARRAY_SIZE(keys) == MRPIN_NR_KEYS,
+	       "every key of the grammar has its generator entry");
 
-#define NR_RULE_KEYS	4
+#define NR_RULE_KEYS	MRPIN_KEY_GLOBAL_ONLY
 
 struct value {
 	const char *text;
