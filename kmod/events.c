@@ -197,11 +197,12 @@ static int mrpin_events_release(struct inode *inode, struct file *file)
 /* Append @s to r->buf, escaped as the views escape (mountinfo style). */
 static void mrpin_events_put(struct mrpin_events_reader *r, const char *s)
 {
-	lockdep_assert_held(&r->lock);
 	size_t room = sizeof(r->buf) - 1 - r->len;
-	int n = string_escape_str(s, r->buf + r->len, room, ESCAPE_OCTAL,
-				  " \t\n\\");
+	int n;
 
+	lockdep_assert_held(&r->lock);
+	n = string_escape_str(s, r->buf + r->len, room, ESCAPE_OCTAL,
+			      " \t\n\\");
 	r->len += min_t(size_t, n, room);
 	r->buf[r->len] = '\0';
 }
