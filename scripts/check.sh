@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# `make check`: mrpinctl's host tests and every selftest in the test VMs;
-# print the KTAP streams and a last line "N passed, N failed, N skipped"
-# (host test points and VM test programs together).  Exits 0 only when no
+# `make check`: mrpinctl's host tests, the module's layers
+# (scripts/layers.sh) and every selftest in the test VMs; print the KTAP
+# streams and a last line "N passed, N failed, N skipped" (host test points
+# and VM test programs together).  Exits 0 only when no
 # test failed and the VM runs were clean (no kernel warning, taint, crash
 # or hang: a dirty run counts as one more failure).  The host tests do not
 # touch the kernel: they run with the default (6.1) generic kernel's check
@@ -175,6 +176,18 @@ if [ -n "$hostlog" ]; then
 		echo "check: the mrpinctl host tests did not report a result" >&2
 		host_failed=1
 	fi
+fi
+
+# The module's files form layers (make layers), whichever kernel it was
+# built for: one more host test point.
+if "$here/layers.sh" "$repo/kmod" >"$repo/build/check-layers.log" 2>&1; then
+	echo "ok - the module's files form layers: $(sed -n 's/^layers, bottom up: //p' \
+		"$repo/build/check-layers.log")"
+	host_passed=$((host_passed + 1))
+else
+	echo "not ok - the module's files do not form layers (make layers):"
+	sed 's/^/#   /' "$repo/build/check-layers.log"
+	host_failed=$((host_failed + 1))
 fi
 
 : >"$ktap"
