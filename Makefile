@@ -14,7 +14,8 @@
 #                   packaging tests, two kernels at a time, and a table of
 #                   the results (what CI runs)
 #   make demo       a real RDMA workload in the VM, and what mrpin sees
-#   make bench      benchmarks in the VM, with mrpin loaded and unloaded
+#   make bench      benchmarks in the VM, with mrpin loaded and unloaded:
+#                   instructions counted by a QEMU plugin, and times
 #   make shell      a root shell in the VM with rxe0 up and mrpin loaded
 #   make stack      the module built with -fstack-usage: fails when a
 #                   function's frame is over 512 bytes (STACK_LIMIT=N)
@@ -102,8 +103,19 @@ check-debug:
 demo: all
 	@$(VM) -- scripts/demo.sh
 
-bench: all
-	@$(VM) --timeout 3000 -- selftests/bench.sh
+# The instruction counts (bench.sh's insns) run in a VM of their own, with
+# QEMU's counting plugin; the timed sections in one without it.
+QEMU_INSNS := $(CURDIR)/build/qemu_insns.so
+
+$(QEMU_INSNS): selftests/qemu_insns.c
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -O2 -Wall -Wextra -Wno-unused-parameter \
+		-I"$$($(SETUP) plugin)" -o $@ $<
+
+bench: all $(QEMU_INSNS)
+	@$(VM) --insns $(QEMU_INSNS) -- selftests/bench.sh insns
+	@$(VM) --timeout 3000 -- selftests/bench.sh throughput memory reads \
+		latency procs newcomers
 
 shell: all
 	@$(VM) --shell

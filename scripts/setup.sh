@@ -12,6 +12,8 @@
 #   setup.sh paths   print the cache paths the Makefile and VM runner use
 #   setup.sh source  print the test kernel's source tarball (linux-source-X)
 #   setup.sh pkg     what the packaging and its host-side tests need
+#   setup.sh plugin  print the directory of QEMU's qemu-plugin.h, taken from
+#                    the installed QEMU's source package (make bench)
 #
 # Environment:
 #   KSERIES   the kernel series: 6.1 (default: Debian 12's own), 6.12 (Debian
@@ -322,6 +324,63 @@ unpack_kselftest() {
 	touch "$dir/.complete"
 }
 
+# --- QEMU's plugin header, for make bench's instruction counts ---
+
+# Debian's QEMU runs TCG plugins (-plugin) but ships no header to build
+# one: it comes from the source package of the installed QEMU (its plugin
+# API version must match), fetched through an apt configuration of mrpin's
+# own whose deb-src lines mirror this machine's deb lines.
+src_dir=$MRPIN_CACHE/apt-bookworm-src
+
+src_apt() {
+	local tool=$1
+	shift
+	"$tool" -o Dir::Etc::SourceList="$src_dir/sources.list" \
+		-o Dir::Etc::SourceParts=/dev/null \
+		-o Dir::State::Lists="$src_dir/lists" \
+		-o Dir::Cache="$src_dir/cache" \
+		-o APT::Sandbox::User=root "$@"
+}
+
+# qemu_plugin_header: the directory holding qemu-plugin.h (cached).
+qemu_plugin_header() {
+	local ver dir tmp orig
+
+	need_pkgs qemu-system-x86 xz-utils patch
+	ver=$(dpkg-query -W -f='${source:Version}' qemu-system-x86)
+	dir=$MRPIN_CACHE/qemu-plugin-${ver#*:}
+	if [ ! -f "$dir/.complete" ]; then
+		mkdir -p "$src_dir/lists/partial" "$src_dir/cache/archives/partial"
+		apt-get indextargets --format '$(SITE) $(CODENAME) $(COMPONENT)' \
+			'Identifier: Packages' | awk '$3 == "main" && !seen[$1 " " $2]++ {
+				printf "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n", $1, $2 }' \
+			>"$src_dir/sources.list"
+		[ -s "$src_dir/sources.list" ] || die "no Debian mirror in this machine's apt sources"
+		echo "setup: apt-get source qemu=$ver (for qemu-plugin.h)" >&2
+		src_apt apt-get update -q >/dev/null
+		tmp=$(mktemp -d)
+		(cd "$tmp" && src_apt apt-get source -q --download-only "qemu=$ver" >/dev/null) ||
+			{ rm -rf "$tmp"; die "cannot download QEMU's source package $ver"; }
+		orig=$(ls "$tmp"/qemu_*.orig.tar.*)
+		mkdir -p "$tmp/src"
+		tar -C "$tmp/src" --strip-components=1 --wildcards -xf "$orig" \
+			'*/include/qemu/qemu-plugin.h' ||
+			{ rm -rf "$tmp"; die "no qemu-plugin.h in $orig"; }
+		# Debian's patches to it, in their order.
+		tar -C "$tmp/src" -xf "$tmp"/qemu_*.debian.tar.*
+		while read -r patch; do
+			grep -q '^+++ [^ ]*/include/qemu/qemu-plugin.h' \
+				"$tmp/src/debian/patches/$patch" || continue
+			patch -d "$tmp/src" -p1 -s <"$tmp/src/debian/patches/$patch"
+		done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$tmp/src/debian/patches/series")
+		mkdir -p "$dir"
+		cp "$tmp/src/include/qemu/qemu-plugin.h" "$dir/"
+		rm -rf "$tmp"
+		touch "$dir/.complete"
+	fi
+	echo "$dir"
+}
+
 cmd=${1:-}
 case "$cmd" in
 kver)
@@ -386,7 +445,10 @@ pkg)
 		libncurses-dev libdw-dev pkg-config \
 		systemd "linux-headers-$kver" "linux-headers-$kver612"
 	;;
+plugin)
+	qemu_plugin_header
+	;;
 *)
-	die "usage: setup.sh kver|build|vm|paths|source|pkg"
+	die "usage: setup.sh kver|build|vm|paths|source|pkg|plugin"
 	;;
 esac

@@ -11,6 +11,10 @@
 # Options: --shell, --no-mrpin (do not insmod mrpin.ko), --append ARGS (more
 # kernel command line), --timeout SECONDS
 # (default $MRPIN_VM_TIMEOUT or 1200), --mem SIZE (default $MRPIN_VM_MEM or 4G),
+# --insns PLUGIN: count the guest's instructions with QEMU plugin PLUGIN
+# (selftests/qemu_insns.c, built by make bench), which writes each window
+# the guest marks to a file the guest reads as /run/mrpin-host/insns
+# (single-threaded TCG only),
 # --tcg single|multi: one host thread for both vCPUs (the default), or one
 # each.  The guest has two CPUs either way.  Single-threaded TCG is as fast
 # for the suite, and two VMs side by side each keep their speed; on
@@ -36,6 +40,7 @@ append=
 timeout=${MRPIN_VM_TIMEOUT:-1200}
 mem=${MRPIN_VM_MEM:-4G}
 tcg=single
+insns=
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -44,6 +49,7 @@ while [ $# -gt 0 ]; do
 	--append) append=$2; shift ;;
 	--timeout) timeout=$2; shift ;;
 	--mem) mem=$2; shift ;;
+	--insns) insns=$2; shift ;;
 	--tcg)
 		case "$2" in
 		single | multi) tcg=$2 ;;
@@ -57,8 +63,14 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+if [ -n "$insns" ]; then
+	[ -f "$insns" ] || { echo "vm-run: no plugin $insns" >&2; exit 2; }
+	[ "$tcg" = single ] ||
+		{ echo "vm-run: --insns counts on single-threaded TCG only" >&2; exit 2; }
+	insns=$(readlink -f "$insns")
+fi
 if [ "$mode" = run ] && [ $# -eq 0 ]; then
-	echo "usage: vm-run.sh [--no-mrpin] [--append ARGS] [--timeout S] [--mem SIZE] [--tcg single|multi] -- COMMAND..." >&2
+	echo "usage: vm-run.sh [--no-mrpin] [--append ARGS] [--timeout S] [--mem SIZE] [--insns PLUGIN] [--tcg single|multi] -- COMMAND..." >&2
 	echo "       vm-run.sh --shell" >&2
 	exit 2
 fi
@@ -170,6 +182,7 @@ qemu=(qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot
 	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot
 	-fsdev "local,id=mrpinrun,path=$rundir,security_model=none,multidevs=remap"
 	-device virtio-9p-pci,fsdev=mrpinrun,mount_tag=mrpinrun)
+[ -z "$insns" ] || qemu+=(-plugin "file=$insns,out=$rundir/insns")
 
 start=$(date +%s)
 status=0

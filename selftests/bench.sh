@@ -1,23 +1,25 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# mrpin's benchmarks: what tracking costs the registration path, kernel
-# memory per pin, the cost of reading the debugfs views, registration
-# latency while `pins` is read, the first registration of a new process
-# while `procs` is read, and as the records of earlier processes pile up.
-# Runs as root in the test VM (`make bench`) with rxe0 up and mrpin loaded;
-# switches mrpin off and on (rmmod/insmod) so that loaded (A) and unloaded
-# (B) runs alternate, A B A B ..., in one boot.  A report: no pass/fail
-# thresholds.
+# mrpin's benchmarks: what tracking costs the registration path, in time
+# and in instructions the emulator counts, kernel memory per pin, the cost
+# of reading the debugfs views, registration latency while `pins` is read,
+# the first registration of a new process while `procs` is read, and as
+# the records of earlier processes pile up.  Runs as root in the test VM
+# (`make bench`) with rxe0 up and mrpin loaded; switches mrpin off and on
+# (rmmod/insmod) so that loaded (A) and unloaded (B) runs alternate in one
+# boot, in pairs whose order alternates too (A B, B A, ...).  A report: no
+# pass/fail thresholds.
 #
 #   bench.sh [-r ROUNDS] [-s SECONDS] [-m ROUNDS] [-n PINS] [-k READS]
 #            [-l SECONDS] [-L ROUNDS] [-p PROCS] [-f NEWCOMERS]
-#            [-N NEWCOMERS] [-S STEP] [-d DEV] [-v] [SECTION...]
+#            [-N NEWCOMERS] [-S STEP] [-i PAIRS] [-d DEV] [-v] [SECTION...]
 #
 #   SECTION: throughput (1), memory (2), reads (3), latency (4), procs (5),
-#   newcomers (6); default all of them, in that order.
+#   newcomers (6), insns (7: only in a VM with QEMU's counting plugin,
+#   scripts/vm-run.sh --insns); default all of them, in that order.
 #
-#   -r  A/B rounds of the throughput runs (default 7)
+#   -r  A/B rounds of the throughput runs (default 11)
 #   -s  seconds per throughput run (default 2)
 #   -m  A/B rounds of the memory measurement (default 3)
 #   -n  the largest pin count of the read-time and latency runs (default
@@ -28,6 +30,8 @@
 #   -p  processes holding a pin each in section 5 (default 1000)
 #   -f  newcomers per run in section 5 (default 200)
 #   -N  newcomers per kind in section 6 (default 2000)
+#   -i  4 KiB pairs per count in section 7 (default 2000; a quarter of it
+#       at 2 MiB, a tenth at 64 MiB)
 #   -S  newcomers per line of section 6 (default 500)
 #   -d  the RDMA device (default rxe0)
 #   -v  print every raw result on stderr
@@ -36,7 +40,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
 cmdline="$0${*:+ $*}"
-rounds=7
+rounds=11
 run_s=2
 mem_rounds=3
 mem_pins=10000
@@ -48,6 +52,7 @@ procs_n=1000
 procs_first=200
 newcomers=2000
 newcomers_step=500
+insns_pairs=2000
 dev=rxe0
 verbose=0
 
@@ -56,7 +61,7 @@ usage() {
 	exit 2
 }
 
-while getopts "r:s:m:n:k:l:L:p:f:N:S:d:vh" opt; do
+while getopts "r:s:m:n:k:l:L:p:f:N:S:i:d:vh" opt; do
 	case "$opt" in
 	r) rounds=$OPTARG ;;
 	s) run_s=$OPTARG ;;
@@ -69,13 +74,14 @@ while getopts "r:s:m:n:k:l:L:p:f:N:S:d:vh" opt; do
 	f) procs_first=$OPTARG ;;
 	N) newcomers=$OPTARG ;;
 	S) newcomers_step=$OPTARG ;;
+	i) insns_pairs=$OPTARG ;;
 	d) dev=$OPTARG ;;
 	v) verbose=1 ;;
 	*) usage ;;
 	esac
 done
 shift $((OPTIND - 1))
-all_sections="throughput memory reads latency procs newcomers"
+all_sections="throughput memory reads latency procs newcomers insns"
 # shellcheck disable=SC2086
 [ $# -gt 0 ] || set -- $all_sections
 declare -A run
@@ -295,9 +301,10 @@ echo "counts:   throughput $rounds A/B rounds x ${run_s} s per run;" \
 echo "          reads: $reads per file at $((max_pins / 100)), $((max_pins / 10))," \
 	"$max_pins pins; latency $lat_rounds rounds x ${lat_s} s per variant;"
 echo "          first pins: $procs_n processes, $procs_first newcomers x" \
-	"$lat_rounds rounds per variant; $newcomers newcomers per kind"
+	"$lat_rounds rounds per variant; $newcomers newcomers per kind;"
+echo "          instructions: $insns_pairs 4 KiB pairs per count"
 echo "sections: $*"
-echo "A = mrpin loaded, B = mrpin unloaded, alternating A B A B ... in this boot."
+echo "A = mrpin loaded, B = mrpin unloaded, in pairs A B, B A, ... in this boot."
 echo
 
 mrpin_load || die "insmod $MRPIN_KO failed"
@@ -305,21 +312,40 @@ mrpin_load || die "insmod $MRPIN_KO failed"
 # --- 1. registration throughput ----------------------------------------
 
 section_throughput() {
-	sizes=(4096 65536 2097152 67108864)
-	declare -A rate last
-	for _ in $(seq "$rounds"); do
+	local sizes=(4096 65536 2097152 67108864) controls=(4096 2097152)
+	local r threads size state first second
+	local -A rate last
+
+	for r in $(seq "$rounds"); do
+		# ABBA: odd rounds run loaded first, even rounds unloaded first,
+		# so that neither side always has the warmer caches.
+		if [ $((r % 2)) = 1 ]; then
+			first=loaded second=unloaded
+		else
+			first=unloaded second=loaded
+		fi
 		for threads in 1 2; do
 			for size in "${sizes[@]}"; do
-				# One A/B pair, back to back.
-				for state in loaded unloaded; do
+				for state in "$first" "$second"; do
 					set_state "$state"
 					run_bench regdereg "$size" "$threads" "$run_s"
-					verbose "$state $out"
+					verbose "round $r $state $out"
 					rate[$state,$size,$threads]+=" $(kv rate "$out")"
 					last[$state]=$(kv rate "$out")
 				done
-				rate[ratio,$size,$threads]+=" $(calc "${last[loaded]} / ${last[unloaded]}")"
+				# Time with over time without: the inverse rates.
+				rate[ratio,$size,$threads]+=" $(calc "${last[unloaded]} / ${last[loaded]}")"
 			done
+		done
+		# The control: two unloaded runs back to back, what the same
+		# code measures against itself (A/A).
+		set_state unloaded
+		for size in "${controls[@]}"; do
+			run_bench regdereg "$size" 1 "$run_s"
+			last[a]=$(kv rate "$out")
+			run_bench regdereg "$size" 1 "$run_s"
+			verbose "round $r control $size ${last[a]} $(kv rate "$out")"
+			rate[control,$size]+=" $(calc "${last[a]} / $(kv rate "$out")")"
 		done
 	done
 	set_state loaded
@@ -327,31 +353,37 @@ section_throughput() {
 	rule
 	echo "1. ibv_reg_mr + ibv_dereg_mr throughput"
 	echo "   mrpin_bench regdereg SIZE THREADS $run_s: registrations/s summed over the"
-	echo "   threads; $rounds A/B pairs per row, each pair back to back (rmmod/insmod"
-	echo "   between runs).  Medians; spread = (max - min) / median; ratio = median"
-	echo "   of the $rounds per-pair ratios loaded/unloaded, with their range."
+	echo "   threads; $rounds pairs per row, each pair back to back (rmmod/insmod"
+	echo "   between runs), loaded first in odd rounds and unloaded first in even"
+	echo "   ones (ABBA).  Medians; spread = (max - min) / median; ratio = time"
+	echo "   with mrpin over time without it (unloaded rate / loaded rate), the"
+	echo "   median of the $rounds per-pair ratios, with their range.  Control: two"
+	echo "   unloaded runs per pair (A/A), the noise of the ratio"
 	echo
-	printf '   %-7s %3s %12s %7s %12s %7s %8s %14s\n' size thr \
-		"loaded /s" spread "unloaded /s" spread ratio "pair range"
+	printf '   %-7s %3s %12s %7s %12s %7s %9s %14s\n' size thr \
+		"loaded /s" spread "unloaded /s" spread "time ratio" "pair range"
 	for threads in 1 2; do
 		for size in "${sizes[@]}"; do
 			# shellcheck disable=SC2086
-			{
-				la=$(median ${rate[loaded,$size,$threads]})
-				ua=$(median ${rate[unloaded,$size,$threads]})
-				ls=$(spread ${rate[loaded,$size,$threads]})
-				us=$(spread ${rate[unloaded,$size,$threads]})
-				ra=$(median ${rate[ratio,$size,$threads]})
-				rlo=$(min ${rate[ratio,$size,$threads]})
-				rhi=$(max ${rate[ratio,$size,$threads]})
-			}
-			printf '   %-7s %3d %12.1f %6s%% %12.1f %6s%% %8.3f %6.2f - %5.2f\n' \
-				"$(human_size "$size")" "$threads" "$la" "$ls" "$ua" \
-				"$us" "$ra" "$rlo" "$rhi"
+			printf '   %-7s %3d %12.1f %6s%% %12.1f %6s%% %9.3f %6.2f - %5.2f\n' \
+				"$(human_size "$size")" "$threads" \
+				"$(median ${rate[loaded,$size,$threads]})" \
+				"$(spread ${rate[loaded,$size,$threads]})" \
+				"$(median ${rate[unloaded,$size,$threads]})" \
+				"$(spread ${rate[unloaded,$size,$threads]})" \
+				"$(median ${rate[ratio,$size,$threads]})" \
+				"$(min ${rate[ratio,$size,$threads]})" \
+				"$(max ${rate[ratio,$size,$threads]})"
 		done
 	done
+	for size in "${controls[@]}"; do
+		# shellcheck disable=SC2086
+		printf '   %-7s %3d %12s %7s %12s %7s %9.3f %6.2f - %5.2f\n' \
+			"$(human_size "$size")" 1 "A/A" "" "control" "" \
+			"$(median ${rate[control,$size]})" \
+			"$(min ${rate[control,$size]})" "$(max ${rate[control,$size]})"
+	done
 	echo
-
 }
 
 # --- 2. kernel memory per pin ----------------------------------------------
@@ -553,6 +585,9 @@ section_latency() {
 	variants=(none procs pins)
 	declare -A lat
 	hold_up_to "$max_pins"
+	# And $procs_n processes holding a pin each: procs has that many rows.
+	hold_start procs "$procs_n"
+	hold_wait
 	for _ in $(seq "$lat_rounds"); do
 		for v in "${variants[@]}"; do
 			[ "$v" = none ] || reader_start "$MRPIN_DIR/$v"
@@ -572,14 +607,15 @@ section_latency() {
 	held=0
 
 	rule
-	echo "4. Registration latency with $max_pins pins held (mrpin loaded)"
+	echo "4. Registration latency with $max_pins pins held by a few processes and"
+	echo "   $procs_n processes holding one pin each (mrpin loaded)"
 	echo "   mrpin_bench latency $lat_s: one 4 KiB ibv_reg_mr + ibv_dereg_mr at a time;"
 	echo "   $lat_rounds runs per variant, interleaved; a second process loops"
-	echo "   cat FILE > /dev/null on the other vCPU (procs: a control for the CPU"
-	echo "   load of the loop itself)"
+	echo "   cat FILE > /dev/null on the other vCPU.  worst/med: the worst of"
+	echo "   all runs over the median of the medians"
 	echo
-	printf '   %-19s %9s %9s %11s %11s %11s %11s\n' "concurrent reader" \
-		"reads/run" "regs/run" "median" "p99" "worst" "worst of"
+	printf '   %-19s %9s %9s %11s %11s %11s %11s %9s\n' "concurrent reader" \
+		"reads/run" "regs/run" "median" "p99" "worst" "worst of" "worst/med"
 	printf '   %-19s %9s %9s %11s %11s %11s %11s\n' "" "" "" "(median)" \
 		"(median)" "(median)" "all runs"
 	for v in "${variants[@]}"; do
@@ -592,10 +628,11 @@ section_latency() {
 			;;
 		esac
 		# shellcheck disable=SC2086
-		printf '   %-19s %9s %9.0f %8.1f us %8.1f us %8.1f us %8.1f us\n' \
+		printf '   %-19s %9s %9.0f %8.1f us %8.1f us %8.1f us %8.1f us %9.1f\n' \
 			"$label" "$nr" "$(median ${lat[$v,count]})" \
 			"$(median ${lat[$v,med]})" "$(median ${lat[$v,p99]})" \
-			"$(median ${lat[$v,max]})" "$(max ${lat[$v,max]})"
+			"$(median ${lat[$v,max]})" "$(max ${lat[$v,max]})" \
+			"$(calc "$(max ${lat[$v,max]}) / $(median ${lat[$v,med]})")"
 	done
 	echo
 }
@@ -706,6 +743,66 @@ section_newcomers() {
 		done
 		echo
 	done
+	echo
+}
+
+# --- 7. instructions per registration, counted ---------------------------
+
+# What qemu_insns.c (the QEMU plugin of vm-run.sh --insns) writes as the
+# guest's marked windows end.
+insns_file=/run/mrpin-host/insns
+
+# insns_window WINDOW: wait until the plugin has written WINDOW's end.
+insns_window() {
+	local i
+
+	for i in $(seq 100); do
+		grep -q "^end $1 " "$insns_file" && return
+		sleep 0.1
+	done
+	die "no count for window $1 in $insns_file"
+}
+
+section_insns() {
+	local size state pairs window=0 run order
+	local -A size_pairs=([4096]=$insns_pairs [2097152]=$((insns_pairs / 4))
+		[67108864]=$((insns_pairs / 10 > 0 ? insns_pairs / 10 : 1)))
+
+	rule
+	echo "7. Instructions per ibv_reg_mr + ibv_dereg_mr, counted by the emulator"
+	if [ ! -f "$insns_file" ]; then
+		echo "   not counted: QEMU runs without the counting plugin (make bench runs"
+		echo "   this section in a VM of its own: scripts/vm-run.sh --insns)"
+		echo
+		return
+	fi
+	echo "   mrpin_bench insns SIZE PAIRS WINDOW: one thread, PAIRS pairs (4K $insns_pairs,"
+	echo "   2M ${size_pairs[2097152]}, 64M ${size_pairs[67108864]}) between two marks, after a warm-up;"
+	echo "   every instruction QEMU runs in the window, on both vCPUs,"
+	echo "   counted per translated block (selftests/qemu_insns.c); mrpin's own are"
+	echo "   those of blocks in its text (/proc/kallsyms).  Two runs of each (A B B"
+	echo "   A: with, without, without, with), each a process of its own"
+	echo
+	: >"$tmp/insns.manifest"
+	for size in 4096 2097152 67108864; do
+		pairs=${size_pairs[$size]}
+		for order in "loaded 1" "unloaded 1" "unloaded 2" "loaded 2"; do
+			read -r state run <<<"$order"
+			set_state "$state"
+			window=$((window + 1))
+			run_bench insns "$size" "$pairs" "$window"
+			verbose "insns $state $out"
+			insns_window "$window"
+			cp /proc/kallsyms "$tmp/kallsyms.$window"
+			echo "$window $size $run $([ "$state" = loaded ] && echo 1 || echo 0)" \
+				"$pairs $tmp/kallsyms.$window" >>"$tmp/insns.manifest"
+			[ "$size" -lt 2097152 ] || [ "$(kv anon_huge_kb "$out")" -gt 0 ] ||
+				echo "   (no huge page backed the $(human_size "$size") buffer of window $window)"
+		done
+	done
+	set_state loaded
+	python3 "$here/insns_report.py" "$insns_file" "$tmp/insns.manifest" 12 |
+		sed 's/^/   /' || die "insns_report.py failed"
 	echo
 }
 

@@ -16,6 +16,13 @@
  *	N child processes, each holding one 4 KiB MR of its own: N lines in
  *	mrpin's `procs`; prints "ready", waits until stdin is closed, then
  *	the children deregister and exit.
+ *   mrpin_bench [-d DEV] insns SIZE PAIRS WINDOW
+ *	one thread, SIZE ibv_reg_mr() + ibv_dereg_mr() PAIRS times on a
+ *	touched buffer aligned to 2 MiB (transparent huge pages asked for
+ *	from 2 MiB up), between the begin and end marks of window WINDOW
+ *	that qemu_insns.c counts instructions in, after as many pairs again
+ *	(at most 100) to warm up; prints the pairs and the buffer's huge
+ *	pages.
  *   mrpin_bench [-d DEV] first N STEP exit|park|cgroup
  *	N newcomers, one after another: each a new child process that opens
  *	the device and times its first 4 KiB ibv_reg_mr() (the first pin of
@@ -78,6 +85,7 @@ static void __attribute__((noreturn)) usage(void)
 		"       mrpin_bench [-d DEV] hold N\n"
 		"       mrpin_bench [-d DEV] latency SECONDS\n"
 		"       mrpin_bench [-d DEV] procs N\n"
+		"       mrpin_bench [-d DEV] insns SIZE PAIRS WINDOW\n"
 		"       mrpin_bench [-d DEV] first N STEP exit|park|cgroup\n");
 	exit(2);
 }
@@ -388,6 +396,88 @@ static int cmd_latency(double seconds)
 	return 0;
 }
 
+/* insns */
+
+#define INSNS_MARK_MAGIC	0x4d500000u	/* qemu_insns.c's MARK_MAGIC */
+#define INSNS_MAX_WINDOW	0x3ffff
+#define HUGE_2M			(2UL << 20)
+
+/*
+ * Run qemu_insns.c's mark, nopl IMM32(%rax), with @imm: made in a page of
+ * its own, since the window's number is known only now.
+ */
+static void insns_mark(uint32_t imm)
+{
+	static const uint8_t nopl[] = { 0x0f, 0x1f, 0x80 };
+	uint8_t *code;
+
+	code = mmap(NULL, BENCH_PAGE, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (code == MAP_FAILED)
+		die("mmap: %s", strerror(errno));
+	memcpy(code, nopl, sizeof(nopl));
+	memcpy(code + sizeof(nopl), &imm, sizeof(imm));
+	code[sizeof(nopl) + sizeof(imm)] = 0xc3;	/* ret */
+	if (mprotect(code, BENCH_PAGE, PROT_READ | PROT_EXEC))
+		die("mprotect: %s", strerror(errno));
+	((void (*)(void))code)();
+	munmap(code, BENCH_PAGE);
+}
+
+/* The kB of @buf's mapping that huge pages back (smaps' AnonHugePages). */
+static long anon_huge_kb(void *buf)
+{
+	unsigned long lo, hi, addr = (unsigned long)buf;
+	char line[256];
+	long kb = -1;
+	bool in = false;
+	FILE *f;
+
+	f = fopen("/proc/self/smaps", "r");
+	if (!f)
+		die("/proc/self/smaps: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		/* A mapping's first line: "LO-HI perms ...". */
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+			in = lo <= addr && addr < hi;
+		else if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
+			break;
+	}
+	fclose(f);
+	return kb;
+}
+
+static int cmd_insns(size_t size, long pairs, long window)
+{
+	size_t len = (size + HUGE_2M - 1) & ~(HUGE_2M - 1);
+	uint8_t *map, *buf;
+	long i, warm = pairs < 100 ? pairs : 100;
+
+	if (window > INSNS_MAX_WINDOW)
+		die("window %ld is over %d", window, INSNS_MAX_WINDOW);
+	/* 2 MiB aligned: a 2 MiB buffer can be one huge page. */
+	map = mmap(NULL, len + HUGE_2M, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED)
+		die("mmap(%zu): %s", len + HUGE_2M, strerror(errno));
+	buf = (uint8_t *)(((uintptr_t)map + HUGE_2M - 1) & ~(HUGE_2M - 1));
+	if (size >= HUGE_2M && madvise(buf, len, MADV_HUGEPAGE))
+		die("madvise(MADV_HUGEPAGE): %s", strerror(errno));
+	memset(buf, 0x5a, len);
+
+	for (i = 0; i < warm; i++)
+		reg_dereg(buf, size);
+	insns_mark(INSNS_MARK_MAGIC | window << 1);
+	for (i = 0; i < pairs; i++)
+		reg_dereg(buf, size);
+	insns_mark(INSNS_MARK_MAGIC | window << 1 | 1);
+
+	printf("mode=insns size=%zu pairs=%ld window=%ld anon_huge_kb=%ld\n",
+	       size, pairs, window, anon_huge_kb(buf));
+	munmap(map, len + HUGE_2M);
+	return 0;
+}
+
 /* procs and first: child processes */
 
 /* Write all of @len bytes, or die. */
@@ -661,6 +751,13 @@ int main(int argc, char **argv)
 
 		open_device();
 		ret = cmd_latency(seconds);
+	} else if (!strcmp(mode, "insns") && argc == 4) {
+		size_t size = parse_size(argv[1]);
+		long pairs = parse_long(argv[2], 1);
+		long window = parse_long(argv[3], 0);
+
+		open_device();
+		ret = cmd_insns(size, pairs, window);
 	} else if (!strcmp(mode, "procs") && argc == 2) {
 		/* The children open the device, each its own. */
 		return cmd_procs(parse_long(argv[1], 1));
