@@ -709,6 +709,7 @@ void mrpin_uncharge(const struct mrpin_charge *c, bool released)
  * @bytes_2m: its bytes in 2 MiB pages
  * @bytes_1g: its bytes in 1 GiB pages
  * @flags: MRPIN_PIN_* facts
+ * @now: local_clock() when the pin was made
  *
  * The process's backing, stack and registration rate (over windows of
  * MRPIN_RATE_WINDOW_NS), and the machine's.
@@ -716,10 +717,8 @@ void mrpin_uncharge(const struct mrpin_charge *c, bool released)
  * Context: any context.
  */
 void mrpin_account_pinned_facts(struct mrpin_proc *proc, u64 bytes_2m,
-				u64 bytes_1g, u8 flags)
+				u64 bytes_1g, u8 flags, u64 now)
 {
-	u64 now = local_clock();
-
 	spin_lock(&proc->lock);
 	proc->bytes_2m += bytes_2m;
 	proc->bytes_1g += bytes_1g;

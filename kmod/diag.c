@@ -74,16 +74,19 @@ static bool mrpin_range_on_stack(unsigned long start, size_t length)
 
 	if (mmap_read_lock_killable(mm))
 		return false;
-	vma = vma_lookup(mm, mm->start_stack);
-	if (vma && start < vma->vm_end && end > vma->vm_start)
-		hit = true;
-	vma = vma_lookup(mm, sp);
-	if (vma) {
-		top = vma->vm_end;
-		if (!(vma->vm_flags & VM_GROWSDOWN) && tp > sp && tp < top)
-			top = PAGE_ALIGN(tp + 1);
-		if (start < top && end > vma->vm_start)
+	/* The VMAs the range overlaps, one walk each: usually one VMA. */
+	for (vma = find_vma_intersection(mm, start, end); vma && !hit;
+	     vma = vma->vm_end < end ?
+		   find_vma_intersection(mm, vma->vm_end, end) : NULL) {
+		if (mm->start_stack - vma->vm_start <
+		    vma->vm_end - vma->vm_start) {
 			hit = true;
+		} else if (sp - vma->vm_start < vma->vm_end - vma->vm_start) {
+			top = vma->vm_end;
+			if (!(vma->vm_flags & VM_GROWSDOWN) && tp > sp && tp < top)
+				top = PAGE_ALIGN(tp + 1);
+			hit = start < top;
+		}
 	}
 	mmap_read_unlock(mm);
 	return hit;
@@ -264,7 +267,8 @@ void mrpin_diag_pinned(struct mrpin_pin *pin, struct ib_umem *umem)
 
 	mrpin_account_pinned_facts(pin->charge.proc,
 				   (u64)pin->pages_2m << PAGE_SHIFT,
-				   (u64)pin->pages_1g << PAGE_SHIFT, pin->flags);
+				   (u64)pin->pages_1g << PAGE_SHIFT, pin->flags,
+				   pin->created_ns);
 	mrpin_mr_table_check(pin, 0);
 }
 

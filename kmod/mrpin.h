@@ -474,7 +474,7 @@ void mrpin_count_registration(const struct mrpin_charge *c);
 void mrpin_uncharge(const struct mrpin_charge *c, bool released);
 void mrpin_deny(struct mrpin_proc *proc, const struct mrpin_violation *v);
 void mrpin_account_pinned_facts(struct mrpin_proc *proc, u64 bytes_2m,
-				u64 bytes_1g, u8 flags);
+				u64 bytes_1g, u8 flags, u64 now);
 void mrpin_account_released_facts(struct mrpin_proc *proc, u64 bytes_2m,
 				  u64 bytes_1g, unsigned int life_bucket,
 				  bool cleanup);

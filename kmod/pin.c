@@ -56,6 +56,7 @@
 static struct kmem_cache *mrpin_pin_cache;
 static struct rhashtable mrpin_pins_by_umem;
 DEFINE_XARRAY_ALLOC(mrpin_pins);
+#define MRPIN_SLOT_KEEP (XA_CHUNK_SIZE - 1)	/* see mrpin_pin_init() */
 static atomic64_t mrpin_pin_last_id;
 
 static const struct rhashtable_params mrpin_pin_params = {
@@ -375,8 +376,21 @@ int mrpin_pin_init(void)
 	if (!mrpin_pin_cache)
 		return -ENOMEM;
 	ret = rhashtable_init(&mrpin_pins_by_umem, &mrpin_pin_params);
-	if (ret)
+	if (ret) {
 		kmem_cache_destroy(mrpin_pin_cache);
+		return ret;
+	}
+	/*
+	 * The last slot of the first node, reserved for good (no reader sees
+	 * a reserved slot), keeps that node: with no pin or one live, every
+	 * pin would otherwise make the array a node and free it through RCU,
+	 * and the freed nodes cost a new, cleared slab page every few pins.
+	 */
+	ret = xa_reserve(&mrpin_pins, MRPIN_SLOT_KEEP, GFP_KERNEL);
+	if (ret) {
+		rhashtable_destroy(&mrpin_pins_by_umem);
+		kmem_cache_destroy(mrpin_pin_cache);
+	}
 	return ret;
 }
 
