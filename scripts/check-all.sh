@@ -25,15 +25,17 @@
 #   1. prepare: every step's packages, kernels and build roots, one after
 #      the other (they share the cache and apt); the debug kernel is built
 #      (once, then cached) by its own step, beside the others;
-#   2. the kernels' suites, MRPIN_JOBS (default 2) at a time, each in a
-#      copy of the tree of its own under build/check-all/STEP (a module is
-#      built for one kernel at a time), the longest first, each with
-#      MRPIN_VM_JOBS test VMs (default: the CPUs shared out among the
-#      steps running, at least one; the debug kernel's step, by far the
-#      longest and the last to end, one per CPU).  A test VM runs on one
-#      host CPU (single-threaded TCG), so the CPUs share out without one
-#      VM slowing another.  Each step's output is printed whole when it
-#      ends;
+#   2. the kernels' suites, MRPIN_JOBS at a time (default: one per four
+#      CPUs, at least one), each in a copy of the tree of its own under
+#      build/check-all/STEP (a module is built for one kernel at a time),
+#      each with MRPIN_VM_JOBS test VMs (default: the CPUs shared out among
+#      the steps running, at least one).  A test VM's vCPUs run on one
+#      host thread (single-threaded TCG), but its 9p file server and the
+#      host's page cache take CPU too: never more VMs than CPUs.  On the
+#      2-core machine a third VM beside two made every step two to four
+#      times slower, not one and a half (the debug suite 1194 s alone in
+#      two VMs, about 2150 s with a third VM of another step beside them
+#      and fewer tests).  Each step's output is printed whole when it ends;
 #   3. install-test, alone (in a copy too): it installs and purges .debs
 #      on this machine, whose root the VMs read.
 #
@@ -48,7 +50,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 cd "$repo" || exit 1
 work=$repo/build/check-all
-jobs=${MRPIN_JOBS:-2}
+jobs=${MRPIN_JOBS:-$(($(nproc) / 4))}
+[ "$jobs" != 0 ] || jobs=1
 case "$jobs" in
 '' | *[!0-9]* | 0) echo "check-all: MRPIN_JOBS must be a positive number, not '$jobs'" >&2; exit 2 ;;
 esac
@@ -87,15 +90,6 @@ step_cmd() {
 	esac
 }
 
-# step_vm_jobs STEP: how many test VMs the step runs at once.
-step_vm_jobs() {
-	if [ "$1" = debug ]; then
-		nproc
-	else
-		echo "$vm_jobs"
-	fi
-}
-
 # copy_tree DIR: the sources of this tree (what git tracks, and new files it
 # does not ignore; without git, all but build/) in DIR, nothing built.
 copy_tree() {
@@ -121,7 +115,7 @@ run_step() {
 	# The copy is no git work tree: git must not find this one's above it.
 	# shellcheck disable=SC2046
 	(cd "$dir" && env -u KVER -u KDIR GIT_CEILING_DIRECTORIES="$work" \
-		MRPIN_VM_JOBS="${MRPIN_VM_JOBS:-$(step_vm_jobs "$name")}" \
+		MRPIN_VM_JOBS="${MRPIN_VM_JOBS:-$vm_jobs}" \
 		$(step_env "$name") $(step_cmd "$name")) >"$log" 2>&1
 	rc=$?
 	seconds=$(($(date +%s) - start))
