@@ -16,19 +16,20 @@
  * hardware or without the plugin it is a no-op.
  *
  * Every block QEMU translates gets a record: its address, its instruction
- * count and how often it ran, counted by an inline add (no call per block
- * run).  A retranslated block (same address and length) keeps its record.
- * A begin mark zeroes the runs; an end mark appends to the output file
+ * count and how often it ran on the vCPU that made the begin mark.  A
+ * retranslated block (same address and length) keeps its record.  A begin
+ * mark zeroes the runs; an end mark appends to the output file
  *
  *	window W
  *	tb ADDR INSNS RUNS		one per kernel block that ran
  *	end W TOTAL KERNEL USER		instructions in the window
  *
  * so that the guest, which knows its symbols, can say whose instructions
- * they were.  Counts are of every vCPU (a deferred piece of the work may
- * run on another), interrupts included: timer ticks add a little that
- * depends on the time the window took.  A block left early by an
- * exception counts whole.
+ * they were.  Counts are of the marking vCPU alone (the program making
+ * the marks stays on one CPU: taskset), interrupts included: what the
+ * other vCPU does meanwhile (kworkers, RCU callbacks, idle) comes and goes
+ * with the host's pace, and timer ticks on this one add a little that
+ * does too.  A block left early by an exception counts whole.
  *
  * Single-threaded TCG only (vm-run.sh's default): the counters and the
  * table are shared by the vCPUs without locks, which one host thread
@@ -53,7 +54,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 struct block {
 	uint64_t vaddr;
 	uint64_t insns;
-	uint64_t runs;		/* added to inline at each run of the block */
+	uint64_t runs;		/* runs on the counted vCPU since the mark */
 };
 
 /*
@@ -74,6 +75,7 @@ static struct block **table;
 static size_t table_size;	/* a power of two */
 static size_t table_used;
 static FILE *out;
+static unsigned int counted_vcpu;
 
 static void *xcalloc(size_t n, size_t size)
 {
@@ -179,14 +181,24 @@ static void window_end(unsigned int window)
 	fflush(out);
 }
 
+static void block_run(unsigned int vcpu_index, void *udata)
+{
+	struct block *b = udata;
+
+	if (vcpu_index == counted_vcpu)
+		b->runs++;
+}
+
 static void mark_run(unsigned int vcpu_index, void *udata)
 {
 	uint32_t imm = (uint32_t)(uintptr_t)udata;
 
-	if (imm & 1)
+	if (imm & 1) {
 		window_end((imm & ~MARK_MASK) >> 1);
-	else
+	} else {
+		counted_vcpu = vcpu_index;
 		window_begin();
+	}
 }
 
 /* The mark's window and end bit, or 0 when @insn is no mark. */
@@ -207,8 +219,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	size_t i, n = qemu_plugin_tb_n_insns(tb);
 	struct block *b = block_get(qemu_plugin_tb_vaddr(tb), n);
 
-	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64,
-						 &b->runs, 1);
+	qemu_plugin_register_vcpu_tb_exec_cb(tb, block_run,
+					     QEMU_PLUGIN_CB_NO_REGS, b);
 	if (b->vaddr & KERNEL_HALF)
 		return;
 	for (i = 0; i < n; i++) {
