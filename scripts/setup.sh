@@ -104,16 +104,23 @@ debian_mirror() {
 	echo "$mirror"
 }
 
-# trixie_apt apt-get|apt-cache ARGS...: against trixie and trixie-backports.
-trixie_apt() {
-	local tool=$1
-	shift
-	"$tool" -o Dir::Etc::SourceList="$trixie_dir/sources.list" \
+# own_apt DIR apt-get|apt-cache ARGS...: through the apt configuration of
+# mrpin's own in DIR (its sources.list, lists and cache), apart from this
+# machine's apt and its installed packages.
+own_apt() {
+	local dir=$1 tool=$2
+	shift 2
+	"$tool" -o Dir::Etc::SourceList="$dir/sources.list" \
 		-o Dir::Etc::SourceParts=/dev/null \
-		-o Dir::State::Lists="$trixie_dir/lists" \
-		-o Dir::Cache="$trixie_dir/cache" \
+		-o Dir::State::Lists="$dir/lists" \
+		-o Dir::Cache="$dir/cache" \
 		-o Dir::State::status=/dev/null \
 		-o APT::Architecture=amd64 -o APT::Sandbox::User=root "$@"
+}
+
+# trixie_apt apt-get|apt-cache ARGS...: against trixie and trixie-backports.
+trixie_apt() {
+	own_apt "$trixie_dir" "$@"
 }
 
 trixie_updated=
@@ -332,16 +339,6 @@ unpack_kselftest() {
 # own whose deb-src lines mirror this machine's deb lines.
 src_dir=$MRPIN_CACHE/apt-bookworm-src
 
-src_apt() {
-	local tool=$1
-	shift
-	"$tool" -o Dir::Etc::SourceList="$src_dir/sources.list" \
-		-o Dir::Etc::SourceParts=/dev/null \
-		-o Dir::State::Lists="$src_dir/lists" \
-		-o Dir::Cache="$src_dir/cache" \
-		-o APT::Sandbox::User=root "$@"
-}
-
 # qemu_plugin_header: the directory holding qemu-plugin.h (cached).
 qemu_plugin_header() {
 	local ver dir tmp orig
@@ -357,9 +354,9 @@ qemu_plugin_header() {
 			>"$src_dir/sources.list"
 		[ -s "$src_dir/sources.list" ] || die "no Debian mirror in this machine's apt sources"
 		echo "setup: apt-get source qemu=$ver (for qemu-plugin.h)" >&2
-		src_apt apt-get update -q >/dev/null
+		own_apt "$src_dir" apt-get update -q >/dev/null
 		tmp=$(mktemp -d)
-		(cd "$tmp" && src_apt apt-get source -q --download-only "qemu=$ver" >/dev/null) ||
+		(cd "$tmp" && own_apt "$src_dir" apt-get source -q --download-only "qemu=$ver" >/dev/null) ||
 			{ rm -rf "$tmp"; die "cannot download QEMU's source package $ver"; }
 		orig=$(ls "$tmp"/qemu_*.orig.tar.*)
 		mkdir -p "$tmp/src"
