@@ -779,8 +779,7 @@ section_insns() {
 	echo "   mrpin_bench insns SIZE PAIRS WINDOW: one thread, PAIRS pairs (4K $insns_pairs,"
 	echo "   2M ${size_pairs[2097152]}, 64M ${size_pairs[67108864]}) between two marks, after a warm-up;"
 	echo "   every instruction QEMU runs in the window on CPU 0, where the program"
-	echo "   runs (taskset),"
-	echo "   counted per translated block (selftests/qemu_insns.c); mrpin's own are"
+	echo "   runs, counted per translated block (selftests/qemu_insns.c); mrpin's own are"
 	echo "   those of blocks in its text (/proc/kallsyms).  Two runs of each (A B B"
 	echo "   A: with, without, without, with), each a process of its own"
 	echo
@@ -791,9 +790,7 @@ section_insns() {
 			read -r state run <<<"$order"
 			set_state "$state"
 			window=$((window + 1))
-			# On one CPU: the plugin counts the marking vCPU.
-			out=$(taskset -c 0 "$bench" -d "$dev" insns "$size" "$pairs" \
-				"$window") || die "mrpin_bench insns failed"
+			run_bench insns "$size" "$pairs" "$window"
 			verbose "insns $state $out"
 			insns_window "$window"
 			cp /proc/kallsyms "$tmp/kallsyms.$window"

@@ -106,7 +106,7 @@ def main():
         row["with" if loaded else "without"] = total / pairs
         if loaded:
             row["own"] = own / pairs
-        funcs[(size, run, loaded)] = ({k: v / pairs for k, v in fn.items()})
+        funcs[(size, run, loaded)] = {k: v / pairs for k, v in fn.items()}
 
     print("instructions per reg+dereg pair (QEMU plugin count, whole guest):")
     print(f"{'size':>5} {'run':>3} {'without':>10} {'with':>10} {'added':>9} "
@@ -118,7 +118,8 @@ def main():
         print(f"{human(size):>5} {run:>3} {r['without']:>10.0f} {r['with']:>10.0f} "
               f"{r['with'] - r['without']:>+9.0f} {r['own']:>10.0f} "
               f"{100 * r['own'] / r['with']:>7.2f}%")
-    print("agreement of the runs of one size (largest spread over the smallest):")
+    print("first pair against second of a size (largest over the smallest; the boot's")
+    print("state moves between them, mrpin's own count should not):")
     for size in sizes:
         spread = []
         for key in ("without", "with", "own"):

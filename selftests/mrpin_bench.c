@@ -17,9 +17,9 @@
  *	mrpin's `procs`; prints "ready", waits until stdin is closed, then
  *	the children deregister and exit.
  *   mrpin_bench [-d DEV] insns SIZE PAIRS WINDOW
- *	one thread, SIZE ibv_reg_mr() + ibv_dereg_mr() PAIRS times on a
- *	touched buffer aligned to 2 MiB (transparent huge pages asked for
- *	from 2 MiB up), between the begin and end marks of window WINDOW
+ *	one thread on CPU 0, SIZE ibv_reg_mr() + ibv_dereg_mr() PAIRS times
+ *	on a touched buffer aligned to 2 MiB (transparent huge pages asked
+ *	for from 2 MiB up), between the begin and end marks of window WINDOW
  *	that qemu_insns.c counts instructions in, after as many pairs again
  *	(at most 100) to warm up; prints the pairs and the buffer's huge
  *	pages.
@@ -38,8 +38,10 @@
  * pairs for the script to parse.  RLIMIT_MEMLOCK is raised to infinity
  * first, so run as root.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -453,8 +455,15 @@ static int cmd_insns(size_t size, long pairs, long window)
 	uint8_t *map, *buf;
 	long i, warm = pairs < 100 ? pairs : 100;
 
+	cpu_set_t cpu0;
+
 	if (window > INSNS_MAX_WINDOW)
 		die("window %ld is over %d", window, INSNS_MAX_WINDOW);
+	/* qemu_insns.c counts the vCPU that made the begin mark: stay on it. */
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	if (sched_setaffinity(0, sizeof(cpu0), &cpu0))
+		die("sched_setaffinity(CPU 0): %s", strerror(errno));
 	/* 2 MiB aligned: a 2 MiB buffer can be one huge page. */
 	map = mmap(NULL, len + HUGE_2M, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -26,7 +26,7 @@
  *
  * so that the guest, which knows its symbols, can say whose instructions
  * they were.  Counts are of the marking vCPU alone (the program making
- * the marks stays on one CPU: taskset), interrupts included: what the
+ * the marks stays on one CPU), interrupts included: what the
  * other vCPU does meanwhile (kworkers, RCU callbacks, idle) comes and goes
  * with the host's pace, and timer ticks on this one add a little that
  * does too.  A block left early by an exception counts whole.
@@ -58,7 +58,7 @@ struct block {
 };
 
 /*
- * The records, in chunks that never move (the inline adds point into
+ * The records, in chunks that never move (the run callbacks point into
  * them), and an open-addressing table of pointers to them by address and
  * length, grown at half full.
  */
