@@ -25,7 +25,7 @@
  * "count_registration" counts a charged pin the kernel made; "uncharge"
  * takes the pin back, as a release or as the rollback of a pin that was
  * refused or failed; "deny" counts and reports a refusal.  The charge API
- * takes a struct mrpin_charge (owners, device, bytes), never the pin.
+ * takes a struct mrpin_charge (owners, device) and the bytes, never the pin.
  *
  * Process records are keyed by mm, not by pid: ib_umem_get() charges
  * current->mm and ib_umem_release() uncharges umem->owning_mm, possibly from
@@ -451,17 +451,19 @@ void mrpin_cg_put(struct mrpin_cg *cg)
 /* --- charges --- */
 
 /*
- * Subtract @n from @counter, stopping at zero.  Return false when it held
- * less than @n: a bug, the caller warns.
+ * Subtract @n from @counter, which stops at zero.  Return false when it
+ * held less than @n: a bug, the caller warns.  One atomic operation when
+ * it held enough, the only case that is not a bug; a counter that went
+ * below zero is brought back to where zero was.
  */
 static bool mrpin_counter_try_sub(atomic64_t *counter, u64 n)
 {
-	s64 old = atomic64_read(counter), new;
+	s64 left = atomic64_sub_return(n, counter);
 
-	do {
-		new = (u64)old >= n ? old - n : 0;
-	} while (!atomic64_try_cmpxchg(counter, &old, new));
-	return (u64)old >= n;
+	if (likely(left >= 0))
+		return true;
+	atomic64_sub(left, counter);
+	return false;
 }
 
 /*
@@ -583,7 +585,8 @@ void mrpin_deny(struct mrpin_proc *proc, const struct mrpin_violation *v)
 
 /**
  * mrpin_try_charge() - charge a pin about to be made, within every limit
- * @c: the pin's owners (proc, user, cg), device and bytes
+ * @c: the pin's owners (proc, user, cg) and device
+ * @bytes: the bytes it pins
  * @cgrp: the cgroup the pin is made in, held by the caller
  *
  * Charges the machine, the process, the user and the cgroup chain, each
@@ -593,13 +596,13 @@ void mrpin_deny(struct mrpin_proc *proc, const struct mrpin_violation *v)
  * Context: process context.
  * Return: 0, or -ENOMEM when the pin is refused.
  */
-int mrpin_try_charge(const struct mrpin_charge *c, struct cgroup *cgrp)
+int mrpin_try_charge(const struct mrpin_charge *c, u64 bytes,
+		     struct cgroup *cgrp)
 {
 	struct mrpin_proc *proc = c->proc;
 	struct mrpin_cg *cg, *failed_cg = NULL;
 	struct mrpin_violation v;
 	struct cgroup *old = NULL;
-	u64 bytes = c->bytes;
 	int level = 0;
 
 	/* level: how many levels are charged, for the rollback. */
@@ -678,23 +681,24 @@ void mrpin_count_registration(const struct mrpin_charge *c)
 
 /**
  * mrpin_uncharge() - take a pin back from every owner
- * @c: what mrpin_try_charge() charged
+ * @c: the owners and device mrpin_try_charge() charged
+ * @bytes: the bytes it charged
  * @released: true for the release of a registered pin, false for the
  *	rollback of a pin that failed
  *
  * Context: any context.
  */
-void mrpin_uncharge(const struct mrpin_charge *c, bool released)
+void mrpin_uncharge(const struct mrpin_charge *c, u64 bytes, bool released)
 {
 	struct mrpin_proc *proc = c->proc;
 	struct mrpin_cg *cg;
 
-	mrpin_counter_sub(&mrpin_stats.usage, c->bytes);
-	mrpin_counter_sub(&proc->usage, c->bytes);
-	mrpin_counter_sub(&c->user->usage, c->bytes);
+	mrpin_counter_sub(&mrpin_stats.usage, bytes);
+	mrpin_counter_sub(&proc->usage, bytes);
+	mrpin_counter_sub(&c->user->usage, bytes);
 	for (cg = c->cg; cg; cg = cg->parent)
-		mrpin_counter_sub(&cg->usage, c->bytes);
-	mrpin_counter_sub(&c->dev->usage, c->bytes);
+		mrpin_counter_sub(&cg->usage, bytes);
+	mrpin_counter_sub(&c->dev->usage, bytes);
 	if (released) {
 		spin_lock(&proc->lock);
 		proc->releases++;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The `callsites` view: the live pins that have a call site (callsites=on
- * when they were made; diag.c records it), grouped by process and call
+ * when they were made; diag.c records it in mrpin_callsites), grouped by process and call
  * site, with their count, bytes and the age of the oldest.  A copy of each
  * pin's call site is taken under RCU, sorted, then counted: a diagnostic
  * view, it walks every pin, but never holds the pin path off while it
@@ -26,7 +26,8 @@ struct mrpin_site {
 	char comm[TASK_COMM_LEN];
 	u64 bytes;
 	u64 created_ns;
-	struct mrpin_callsite cs;
+	unsigned int depth;
+	unsigned long ip[MRPIN_CALLSITE_DEPTH];
 };
 
 static int mrpin_site_cmp(const void *a, const void *b)
@@ -35,7 +36,9 @@ static int mrpin_site_cmp(const void *a, const void *b)
 
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
-	return memcmp(&x->cs, &y->cs, sizeof(x->cs));
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	return memcmp(x->ip, y->ip, sizeof(x->ip));
 }
 
 /**
@@ -50,26 +53,30 @@ int mrpin_callsites_show(struct seq_file *m)
 	struct mrpin_site *sites, *s, *g;
 	unsigned long id, n = 0, max = 0, i, j;
 	u64 now = local_clock(), bytes, oldest;
+	const struct mrpin_callsite *cs;
 	struct mrpin_pin *pin;
 	unsigned int k;
 
 	rcu_read_lock();
-	xa_for_each(&mrpin_pins, id, pin)
-		max += !!pin->callsite;
+	xa_for_each(&mrpin_callsites, id, cs)
+		max++;
 	rcu_read_unlock();
 	sites = kvmalloc_array(max + 1, sizeof(*sites), GFP_KERNEL);
 	if (!sites)
 		return -ENOMEM;
 	rcu_read_lock();
 	xa_for_each(&mrpin_pins, id, pin) {
-		if (!pin->callsite || n > max)
+		/* The slot's call site is this pin's, not a later one's. */
+		cs = xa_load(&mrpin_callsites, id);
+		if (!cs || cs->pin != pin || n > max)
 			continue;
 		s = &sites[n++];
 		s->pid = pin->charge.proc->tgid;
 		memcpy(s->comm, pin->charge.proc->comm, sizeof(s->comm));
-		s->bytes = pin->charge.bytes;
+		s->bytes = mrpin_pin_charged(pin);
 		s->created_ns = pin->created_ns;
-		s->cs = *pin->callsite;
+		s->depth = cs->depth;
+		memcpy(s->ip, cs->ip, sizeof(s->ip));
 	}
 	rcu_read_unlock();
 	sort(sites, n, sizeof(*sites), mrpin_site_cmp, NULL);
@@ -87,8 +94,8 @@ int mrpin_callsites_show(struct seq_file *m)
 		seq_escape(m, g->comm, MRPIN_ESCAPE);
 		seq_printf(m, " %lu %llu %llu ", j - i, bytes,
 			   div_u64(now - oldest, NSEC_PER_MSEC));
-		for (k = 0; k < g->cs.depth; k++)
-			seq_printf(m, k ? ",0x%lx" : "0x%lx", g->cs.ip[k]);
+		for (k = 0; k < g->depth; k++)
+			seq_printf(m, k ? ",0x%lx" : "0x%lx", g->ip[k]);
 		seq_putc(m, '\n');
 	}
 	kvfree(sites);

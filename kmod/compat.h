@@ -12,6 +12,7 @@
 #define _MRPIN_COMPAT_H
 
 #include <linux/ftrace.h>
+#include <linux/slab.h>
 #include <linux/version.h>
 #include <rdma/ib_umem.h>
 #include <rdma/uverbs_ioctl.h>
@@ -113,6 +114,16 @@ static inline struct ib_umem *mrpin_umem_pin_va(struct ib_device *device,
 #ifndef kzalloc_obj
 #define kzalloc_obj(P) kzalloc(sizeof(P), GFP_KERNEL)
 #define kmalloc_objs(P, COUNT) kmalloc_array(COUNT, sizeof(P), GFP_KERNEL)
+#endif
+
+/*
+ * v6.5 ("mm/slab: introduce kmem_cache flag SLAB_NO_MERGE"); see
+ * mrpin_cache_create().
+ */
+#ifdef SLAB_NO_MERGE
+#define MRPIN_SLAB_NO_MERGE SLAB_NO_MERGE
+#else
+#define MRPIN_SLAB_NO_MERGE 0
 #endif
 
 /*

@@ -330,13 +330,13 @@ static int pins_show(struct seq_file *m, void *v)
 	}
 	mrpin_dev_name(pin->charge.dev, name, sizeof(name));
 	/* "%ps" adds " [module]": keep the function name, one column. */
-	snprintf(caller, KSYM_SYMBOL_LEN, "%ps", (void *)pin->caller);
+	snprintf(caller, KSYM_SYMBOL_LEN, "%ps", (void *)mrpin_pin_caller(pin));
 	caller[strcspn(caller, " ")] = '\0';
 	seq_printf(m, "%llu %d ", pin->id, pin->charge.proc->tgid);
 	seq_escape(m, pin->charge.proc->comm, MRPIN_ESCAPE);
 	seq_putc(m, ' ');
 	seq_escape(m, name, MRPIN_ESCAPE);
-	bytes = pin->charge.bytes;
+	bytes = mrpin_pin_charged(pin);
 	huge = ((u64)pin->pages_2m + pin->pages_1g) << PAGE_SHIFT;
 	seq_printf(m, " %lu %zu %llu %s %llu %d %llu %llu %llu %lu %d\n",
 		   pin->start, pin->length, bytes, caller,

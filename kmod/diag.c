@@ -31,7 +31,12 @@
  * The counters these facts feed, per process and for the machine, are
  * account.c's (mrpin_account_pinned_facts(), _released_facts()).
  *
+ * Call sites are few (callsites=off by default) and large, so they live
+ * beside the pins, in mrpin_callsites at the pin's slot, not in the record.
+ *
  * Locking: none of its own; mmap_lock (read) while it looks at the VMAs.
+ * mrpin_callsites has its internal lock; its readers hold RCU, and a call
+ * site is freed after a grace period, as its pin is.
  */
 #include <linux/cred.h>
 #include <linux/mm.h>
@@ -51,6 +56,8 @@
 #include "mrpin.h"
 
 #define MRPIN_CALLSITE_SCAN 512	/* words of user stack scanned */
+
+DEFINE_XARRAY(mrpin_callsites);
 
 /*
  * Whether [start, start + length) is stack memory: the main thread's stack
@@ -103,7 +110,7 @@ static bool mrpin_callsite_has(const struct mrpin_callsite *cs,
 	return false;
 }
 
-static struct mrpin_callsite *mrpin_callsite_save(void)
+static struct mrpin_callsite *mrpin_callsite_save(const struct mrpin_pin *pin)
 {
 	struct pt_regs *regs = current_pt_regs();
 	unsigned long sp = user_stack_pointer(regs), word;
@@ -115,6 +122,7 @@ static struct mrpin_callsite *mrpin_callsite_save(void)
 	cs = kzalloc_obj(*cs);
 	if (!cs)
 		return NULL;
+	cs->pin = pin;
 	cs->ip[cs->depth++] = instruction_pointer(regs);
 	if (mmap_read_lock_killable(mm))
 		return cs;
@@ -142,7 +150,7 @@ static void mrpin_report_diag(struct mrpin_pin *pin, enum mrpin_scope scope,
 	struct mrpin_violation v = {
 		.scope = scope,
 		.key = key,
-		.asked = pin->charge.bytes,
+		.asked = mrpin_pin_charged(pin),
 		.usage = usage,
 		.limit = limit,
 		.warn = warn,
@@ -166,7 +174,7 @@ static void mrpin_report_diag(struct mrpin_pin *pin, enum mrpin_scope scope,
  */
 int mrpin_diag_prepare(struct mrpin_pin *pin)
 {
-	u64 bytes = pin->charge.bytes;
+	u64 bytes = mrpin_pin_charged(pin);
 	const struct mrpin_limits *global;
 	bool callsites;
 	u64 oversize;
@@ -194,33 +202,40 @@ int mrpin_diag_prepare(struct mrpin_pin *pin)
 					  MRPIN_EVENT_STACK, 0, 0, true);
 	}
 	if (callsites)
-		pin->callsite = mrpin_callsite_save();
+		pin->flags |= MRPIN_PIN_CALLSITE;	/* saved once pinned */
 	return 0;
 }
 
-/* Count the pinned pages that sit in 2 MiB and 1 GiB pages. */
+/*
+ * Count the pinned pages that sit in 2 MiB and 1 GiB pages: one step per
+ * folio (a 2 MiB page is one step, not 512), and a short one for a small
+ * page.
+ */
 static void mrpin_count_backing(struct mrpin_pin *pin, struct ib_umem *umem)
 {
+	unsigned long left, run;
 	struct scatterlist *sg;
+	struct folio *folio;
+	struct page *page;
 	unsigned int i;
 
 	for_each_sgtable_sg(&umem->sgt_append.sgt, sg, i) {
-		unsigned long n = sg->length >> PAGE_SHIFT, j = 0, run;
-		struct page *page, *head;
-		unsigned int order;
-
-		while (j < n) {
-			page = nth_page(sg_page(sg), j);
-			head = compound_head(page);
-			order = compound_order(head);
-			/* The rest of this compound page, within the entry. */
-			run = min(n - j, (1UL << order) -
-				  (page_to_pfn(page) - page_to_pfn(head)));
-			if (order >= PUD_SHIFT - PAGE_SHIFT)
-				pin->pages_1g += run;
-			else if (order >= PMD_SHIFT - PAGE_SHIFT)
-				pin->pages_2m += run;
-			j += run;
+		page = sg_page(sg);
+		for (left = sg->length >> PAGE_SHIFT; left; left -= run) {
+			folio = page_folio(page);
+			run = 1;
+			if (folio_test_large(folio)) {
+				/* The rest of the folio, within the entry. */
+				run = min_t(unsigned long, left,
+					    folio_nr_pages(folio) -
+					    (page_to_pfn(page) - folio_pfn(folio)));
+				if (folio_order(folio) >= PUD_SHIFT - PAGE_SHIFT)
+					pin->pages_1g += run;
+				else if (folio_order(folio) >=
+					 PMD_SHIFT - PAGE_SHIFT)
+					pin->pages_2m += run;
+			}
+			page = nth_page(page, run);
 		}
 	}
 }
@@ -263,6 +278,17 @@ static void mrpin_mr_table_check(struct mrpin_pin *pin, int going)
  */
 void mrpin_diag_pinned(struct mrpin_pin *pin, struct ib_umem *umem)
 {
+	struct mrpin_callsite *cs;
+
+	if (pin->flags & MRPIN_PIN_CALLSITE) {
+		/* A diagnostic: without memory for it, the pin goes on. */
+		cs = mrpin_callsite_save(pin);
+		if (!cs || xa_err(xa_store(&mrpin_callsites, pin->slot, cs,
+					   GFP_KERNEL))) {
+			kfree(cs);
+			pin->flags &= ~MRPIN_PIN_CALLSITE;
+		}
+	}
 	mrpin_count_backing(pin, umem);
 
 	mrpin_account_pinned_facts(pin->charge.proc,
@@ -291,7 +317,22 @@ void mrpin_diag_release(struct mrpin_pin *pin, bool cleanup)
 				     (u64)pin->pages_1g << PAGE_SHIFT, bucket,
 				     cleanup);
 	if (cleanup)
-		mrpin_leak_add(pin->charge.proc, pin->charge.bytes);
+		mrpin_leak_add(pin->charge.proc, mrpin_pin_charged(pin));
 	if (atomic_read(&pin->charge.dev->mr_table_warned))
 		mrpin_mr_table_check(pin, 1);
+}
+
+/**
+ * mrpin_diag_free() - drop what the facts keep beside a pin that goes
+ * @pin: the pin, out of the views' tables, its slot not yet reused
+ *
+ * Its call site, if any, is freed after the RCU readers that may still
+ * hold it.
+ *
+ * Context: process context, may sleep.
+ */
+void mrpin_diag_free(struct mrpin_pin *pin)
+{
+	if (pin->flags & MRPIN_PIN_CALLSITE)
+		kfree_rcu_mightsleep(xa_erase(&mrpin_callsites, pin->slot));
 }

@@ -352,23 +352,21 @@ void mrpin_cg_put(struct mrpin_cg *cg);
 u64 mrpin_proc_vm_pinned_bytes(const struct mrpin_proc *proc);
 
 /**
- * struct mrpin_charge - what one pin is charged to, and how much
- * @proc:	the owning process, with a reference
+ * struct mrpin_charge - what one pin is charged to
  * @user:	the owning user (user records stay until unload)
  * @cg:		the cgroup the pin was made in, with a reference
+ * @proc:	the owning process, with a reference
  * @dev:	the device, with a reference
- * @bytes:	the bytes charged: the pages spanned, as ib_umem_get()
- *		charges mm->pinned_vm (mrpin_pin_bytes())
  *
- * The charge API (account.c) takes this, never the pin: the owners and
- * the amount are all it needs.
+ * The charge API (account.c) takes this and the bytes, never the pin: the
+ * owners and the amount are all it needs.  The bytes are not stored: a
+ * pin's are mrpin_pin_bytes() of its range, computed where needed.
  */
 struct mrpin_charge {
-	struct mrpin_proc *proc;
 	struct mrpin_user *user;
 	struct mrpin_cg *cg;
+	struct mrpin_proc *proc;
 	struct mrpin_dev *dev;
-	u64 bytes;
 };
 
 /**
@@ -376,54 +374,70 @@ struct mrpin_charge {
  * @node:	in the umem-keyed table (found again at release)
  * @umem:	the key; compared, never dereferenced
  * @id:		unique, increasing
- * @slot:	the pin's index in mrpin_pins
- * @charge:	the owners and device it is charged to, and the bytes
- * @start:	the user address asked for
- * @length:	the length asked for, in bytes
- * @caller:	return address into the kernel function that asked for it
  * @created_ns:	local_clock() when the pin was made: cheap to read (no
  *		clocksource access), good for ages and lifetimes
+ * @charge:	the owners and device it is charged to
+ * @rcu:	frees the record after the last RCU reader; overlays
+ *		@charge's user and cg, which only the pin's own paths read,
+ *		before they free it (RCU readers read its proc and dev)
+ * @start:	the user address asked for
+ * @length:	the length asked for, in bytes
  * @pages_2m:	pages of the pin backed by 2 MiB pages (THP or hugetlbfs)
  * @pages_1g:	pages of the pin backed by 1 GiB pages
+ * @slot:	the pin's index in mrpin_pins (and in mrpin_callsites)
  * @align_shift: log2 of the start's alignment, at most 30 (1 GiB)
  * @flags:	MRPIN_PIN_* facts about the pin
- * @callsite:	user return addresses when call sites are recorded, or NULL
- * @rcu:	frees the record after the last RCU reader
+ * @caller:	the kernel function that asked for it, as an index into a
+ *		table of callers (mrpin_pin_caller())
  *
  * The facts (diag.c) are computed once, when the pin is made.
+ *
+ * 96 bytes: a live pin is the one thing mrpin keeps per registration, so
+ * what a view can compute (the bytes charged, from the range) and what
+ * few pins have (a call site: mrpin_callsites, by slot) stay out of it,
+ * and what only a freed record needs (the rcu_head) takes the place of
+ * what it no longer does.  The BUILD_BUG_ON()s in mrpin_pin_init() keep
+ * it so.
  */
 struct mrpin_pin {
 	struct rhash_head node;
 	const struct ib_umem *umem;
 	u64 id;
-	u32 slot;
-	struct mrpin_charge charge;
+	u64 created_ns;
+	union {
+		struct mrpin_charge charge;
+		struct rcu_head rcu;
+	};
 	unsigned long start;
 	size_t length;
-	unsigned long caller;
-	u64 created_ns;
 	u32 pages_2m;
 	u32 pages_1g;
+	u32 slot;
 	u8 align_shift;
 	u8 flags;
-	struct mrpin_callsite *callsite;
-	struct rcu_head rcu;
+	u8 caller;
 };
 
 #define MRPIN_PIN_STACK		BIT(0)	/* the range lies in a stack */
 #define MRPIN_PIN_OVERSIZED	BIT(1)	/* at or above the oversize mark */
+#define MRPIN_PIN_CALLSITE	BIT(2)	/* call site asked for; in mrpin_callsites */
 
 #define MRPIN_CALLSITE_DEPTH 8
 
 /**
  * struct mrpin_callsite - where in user space a pin was asked for
+ * @pin:	the pin, whose slot in mrpin_callsites this is
  * @depth:	entries in @ip
  * @ip:		user return addresses, innermost first
  */
 struct mrpin_callsite {
+	const struct mrpin_pin *pin;
 	unsigned int depth;
 	unsigned long ip[MRPIN_CALLSITE_DEPTH];
 };
+
+/* Call sites of live pins by slot (callsites=on), for the view; RCU readers. */
+extern struct xarray mrpin_callsites;
 
 /* Live pins by slot (a small, reused index), for the views; RCU readers. */
 extern struct xarray mrpin_pins;
@@ -437,6 +451,7 @@ void mrpin_pin_record(struct mrpin_pin *pin, struct ib_umem *umem);
 void mrpin_pin_abort(struct mrpin_pin *pin);
 struct mrpin_pin *mrpin_pin_unpublish(struct ib_umem *umem, bool *cleanup);
 void mrpin_pin_released(struct mrpin_pin *pin, bool cleanup);
+unsigned long mrpin_pin_caller(const struct mrpin_pin *pin);
 
 /**
  * mrpin_pin_bytes() - bytes a pin charges to mm->pinned_vm
@@ -455,6 +470,17 @@ static inline u64 mrpin_pin_bytes(unsigned long start, size_t length)
 }
 
 /**
+ * mrpin_pin_charged() - the bytes a recorded pin is charged
+ * @pin: the pin
+ *
+ * Return: mrpin_pin_bytes() of its range.
+ */
+static inline u64 mrpin_pin_charged(const struct mrpin_pin *pin)
+{
+	return mrpin_pin_bytes(pin->start, pin->length);
+}
+
+/**
  * mrpin_ram_bytes() - the RAM that "N% of RAM" limits are shares of
  *
  * totalram_pages(), in bytes: what sysinfo() and MemTotal report.  The
@@ -469,9 +495,10 @@ static inline u64 mrpin_ram_bytes(void)
 }
 
 /* account.c: charging a pin to every owner, checking each limit */
-int mrpin_try_charge(const struct mrpin_charge *c, struct cgroup *cgrp);
+int mrpin_try_charge(const struct mrpin_charge *c, u64 bytes,
+		     struct cgroup *cgrp);
 void mrpin_count_registration(const struct mrpin_charge *c);
-void mrpin_uncharge(const struct mrpin_charge *c, bool released);
+void mrpin_uncharge(const struct mrpin_charge *c, u64 bytes, bool released);
 void mrpin_deny(struct mrpin_proc *proc, const struct mrpin_violation *v);
 void mrpin_account_pinned_facts(struct mrpin_proc *proc, u64 bytes_2m,
 				u64 bytes_1g, u8 flags, u64 now);
@@ -550,6 +577,7 @@ extern const struct file_operations mrpin_events_fops;
 int mrpin_diag_prepare(struct mrpin_pin *pin);
 void mrpin_diag_pinned(struct mrpin_pin *pin, struct ib_umem *umem);
 void mrpin_diag_release(struct mrpin_pin *pin, bool cleanup);
+void mrpin_diag_free(struct mrpin_pin *pin);
 
 /* callsites.c: the `callsites` view */
 int mrpin_callsites_show(struct seq_file *m);

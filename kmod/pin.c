@@ -22,27 +22,31 @@
  * counted in untracked_releases_total.
  *
  * When mrpin cannot allocate what it needs to track a pin (its record, an
- * owner's record, a slot), it can no longer vouch for any limit, and the
- * global rule's action decides, as for a limit: enforce refuses the pin
- * with -ENOMEM (nomem_denials_total); warn lets the real ib_umem_get() pin
- * it untracked (unrecorded_pins_total), and its release is then counted as
+ * owner's record), it can no longer vouch for any limit, and the global
+ * rule's action decides, as for a limit: enforce refuses the pin with
+ * -ENOMEM (nomem_denials_total); warn lets the real ib_umem_get() pin it
+ * untracked (unrecorded_pins_total), and its release is then counted as
  * untracked.  Either way nothing is charged, so the counters stay exact.
+ * A pin made but not put in the tables (no memory for a table's node,
+ * after the pin) is uncharged and counted as unrecorded the same way.
  *
- * Storage: struct mrpin_pin comes from its own slab cache.  Live pins are
- * in two tables: an rhashtable keyed by the umem pointer (release finds its
- * record there) and an allocating xarray, by slot (the views walk it a
- * chunk at a time, under RCU).  Slots are small indexes reused as pins go,
- * so the xarray stays shallow and dense whatever the pin churn; the pin's
- * id, unique for the module's lifetime, is kept apart.  The slot is
- * reserved before the pin, so publishing cannot fail for want of memory.  Records
- * are freed after an RCU grace period; the owner and device records they
- * point to are freed through RCU too, after the pin drops its references.
+ * Storage: struct mrpin_pin comes from its own slab cache, 96 bytes a pin
+ * (mrpin.h says how).  Live pins are in two tables: an rhashtable keyed by
+ * the umem pointer (release finds its record there) and an allocating
+ * xarray, by slot (the views walk it a chunk at a time, under RCU).  Slots
+ * are small indexes reused as pins go, so the xarray stays shallow and
+ * dense whatever the pin churn; the pin's id, unique for the module's
+ * lifetime, is kept apart.  A pin takes its slot once made, in one store.
+ * Records are freed after an RCU grace period; the owner and device
+ * records they point to are freed through RCU too, after the pin drops its
+ * references.
  *
  * Locking: the tables have their own internal locks; a record is immutable
  * once published.
  */
 #include <linux/cgroup.h>
 #include <linux/delay.h>
+#include <linux/hash.h>
 #include <linux/rhashtable.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
@@ -59,24 +63,81 @@ DEFINE_XARRAY_ALLOC(mrpin_pins);
 #define MRPIN_SLOT_KEEP (XA_CHUNK_SIZE - 1)	/* see mrpin_pin_init() */
 static atomic64_t mrpin_pin_last_id;
 
+/*
+ * The key is a pointer: a multiplicative hash of it (seeded, as the table
+ * asks) spreads slab addresses as well as jhash does, in a few
+ * instructions.
+ */
+static u32 mrpin_umem_hash(const void *key, u32 len, u32 seed)
+{
+	return hash_64(*(const unsigned long *)key ^ seed, 32);
+}
+
 static const struct rhashtable_params mrpin_pin_params = {
 	.key_len = sizeof(const struct ib_umem *),
+	.hashfn = mrpin_umem_hash,
 	.key_offset = offsetof(struct mrpin_pin, umem),
 	.head_offset = offsetof(struct mrpin_pin, node),
 	.automatic_shrinking = true,
 };
 
+/*
+ * The kernel functions that call the VA pin, few and fixed (a driver's
+ * registration paths): a pin keeps an index into this table rather than a
+ * return address.  Entries are added, never removed (a driver unloaded and
+ * loaded again adds its new addresses); index 0 stands for a caller that
+ * found the table full.
+ */
+static unsigned long mrpin_callers[256];
+
+static u8 mrpin_caller_index(unsigned long caller)
+{
+	unsigned long seen;
+	unsigned int i;
+
+	for (i = 1; i < ARRAY_SIZE(mrpin_callers); i++) {
+		seen = READ_ONCE(mrpin_callers[i]);
+		if (!seen)
+			seen = cmpxchg(&mrpin_callers[i], 0, caller) ?: caller;
+		if (seen == caller)
+			return i;
+	}
+	return 0;
+}
+
+/**
+ * mrpin_pin_caller() - the kernel function that asked for a pin
+ * @pin: the pin
+ *
+ * Return: the return address into it, or 0 when mrpin's table of callers
+ * was full.
+ */
+unsigned long mrpin_pin_caller(const struct mrpin_pin *pin)
+{
+	return READ_ONCE(mrpin_callers[pin->caller]);
+}
+
+/*
+ * Give back a record's slot, with what the facts keep there, before the
+ * slot can be reused.
+ */
+static void mrpin_pin_free_slot(struct mrpin_pin *pin)
+{
+	mrpin_diag_free(pin);
+	xa_erase(&mrpin_pins, pin->slot);
+}
+
 static void mrpin_pin_free_rcu(struct rcu_head *rcu)
 {
-	struct mrpin_pin *pin = container_of(rcu, struct mrpin_pin, rcu);
-
-	kfree(pin->callsite);
-	kmem_cache_free(mrpin_pin_cache, pin);
+	kmem_cache_free(mrpin_pin_cache,
+			container_of(rcu, struct mrpin_pin, rcu));
 }
 
 /*
  * Drop the references of a prepared record (every owner and the device)
- * and free it after RCU readers are done.
+ * and free it after RCU readers are done.  The owner and device records
+ * are freed through RCU too: a reader that found the pin may still follow
+ * its pointers to them.
  */
 static void mrpin_pin_free(struct mrpin_pin *pin)
 {
@@ -125,7 +186,7 @@ static bool mrpin_pin_ours(unsigned long addr, size_t size)
  * @caller: the return address into the kernel function that asked
  *
  * In order: the record, its owners and device (each with a reference),
- * its slot; then the two decisions, the stack rule and the limits (the
+ * then the two decisions, the stack rule and the limits (the
  * charge).  A failure unwinds what was taken, in reverse order.
  *
  * Context: process context (the registering task), may sleep.
@@ -154,13 +215,14 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 	pin = kmem_cache_alloc(mrpin_pin_cache, GFP_KERNEL);
 	if (!pin)
 		goto err_nomem_dev;
-	memset(pin, 0, sizeof(*pin));
-	pin->start = addr;
-	pin->length = size;
-	pin->caller = caller;
+	/* Field stores, not a memset: the record is written once here. */
+	*pin = (struct mrpin_pin){
+		.start = addr,
+		.length = size,
+		.caller = mrpin_caller_index(caller),
+	};
 	c = &pin->charge;
 	c->dev = dev;
-	c->bytes = mrpin_pin_bytes(addr, size);
 	c->proc = mrpin_proc_get_current();
 	if (IS_ERR(c->proc))
 		goto err_nomem_pin;
@@ -174,13 +236,11 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 	c->cg = mrpin_cg_get(cgrp);
 	if (IS_ERR(c->cg))
 		goto err_nomem_cgrp;
-	if (xa_alloc(&mrpin_pins, &pin->slot, NULL, xa_limit_32b, GFP_KERNEL))
-		goto err_nomem_cg;
 
 	ret = mrpin_diag_prepare(pin);
 	if (ret)
 		goto err_refused;
-	ret = mrpin_try_charge(c, cgrp);
+	ret = mrpin_try_charge(c, mrpin_pin_bytes(addr, size), cgrp);
 	if (ret)
 		goto err_refused;
 	cgroup_put(cgrp);
@@ -188,13 +248,10 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 	return pin;
 
 err_refused:
-	xa_release(&mrpin_pins, pin->slot);
 	cgroup_put(cgrp);
 	mrpin_pin_free(pin);
 	return ERR_PTR(ret);
 
-err_nomem_cg:
-	mrpin_cg_put(c->cg);
 err_nomem_cgrp:
 	cgroup_put(cgrp);
 err_nomem_user:			/* a user record holds no reference */
@@ -214,14 +271,13 @@ err_nomem_dev:
  */
 void mrpin_pin_abort(struct mrpin_pin *pin)
 {
-	mrpin_uncharge(&pin->charge, false);
-	xa_release(&mrpin_pins, pin->slot);
+	mrpin_uncharge(&pin->charge, mrpin_pin_charged(pin), false);
 	mrpin_pin_free(pin);
 }
 
 static void mrpin_pin_forget(struct mrpin_pin *pin, bool released)
 {
-	mrpin_uncharge(&pin->charge, released);
+	mrpin_uncharge(&pin->charge, mrpin_pin_charged(pin), released);
 	mrpin_pin_free(pin);
 }
 
@@ -256,7 +312,7 @@ static int mrpin_pin_publish(struct mrpin_pin *pin)
 			continue;
 		pr_warn_once("mrpin: a pin of pid %d was released unseen\n",
 			     old->charge.proc->tgid);
-		xa_erase(&mrpin_pins, old->slot);
+		mrpin_pin_free_slot(old);
 		mrpin_diag_release(old, false);
 		mrpin_pin_forget(old, true);
 	}
@@ -276,13 +332,19 @@ void mrpin_pin_record(struct mrpin_pin *pin, struct ib_umem *umem)
 	pin->umem = umem;
 	pin->created_ns = local_clock();
 	ret = mrpin_pin_publish(pin);
+	if (!ret) {
+		ret = xa_alloc(&mrpin_pins, &pin->slot, pin, xa_limit_32b,
+			       GFP_KERNEL);
+		if (ret)
+			rhashtable_remove_fast(&mrpin_pins_by_umem, &pin->node,
+					       mrpin_pin_params);
+	}
 	if (ret) {
 		/* Made but not recorded: its release will be untracked. */
 		atomic64_inc(&mrpin_stats.unrecorded_pins_total);
 		mrpin_pin_abort(pin);
 		return;
 	}
-	xa_store(&mrpin_pins, pin->slot, pin, GFP_KERNEL);
 	mrpin_count_registration(&pin->charge);
 	mrpin_diag_pinned(pin, umem);
 
@@ -291,9 +353,8 @@ void mrpin_pin_record(struct mrpin_pin *pin, struct ib_umem *umem)
 
 		mrpin_dev_name(pin->charge.dev, name, sizeof(name));
 		trace_mrpin_pin(pin->id, pin->charge.proc->tgid, name, pin->start,
-				pin->length,
-				pin->charge.bytes,
-				pin->caller);
+				pin->length, mrpin_pin_charged(pin),
+				mrpin_pin_caller(pin));
 	}
 }
 
@@ -308,7 +369,7 @@ static struct mrpin_pin *mrpin_pin_take(struct ib_umem *umem)
 		pin = NULL;
 	rcu_read_unlock();
 	if (pin)
-		xa_erase(&mrpin_pins, pin->slot);
+		mrpin_pin_free_slot(pin);
 	return pin;
 }
 
@@ -356,7 +417,7 @@ void mrpin_pin_released(struct mrpin_pin *pin, bool cleanup)
 	mrpin_diag_release(pin, cleanup);
 	if (trace_mrpin_unpin_enabled())
 		trace_mrpin_unpin(pin->id, pin->charge.proc->tgid,
-				  pin->charge.bytes,
+				  mrpin_pin_charged(pin),
 				  local_clock() - pin->created_ns);
 	mrpin_pin_forget(pin, true);
 }
@@ -371,6 +432,9 @@ int mrpin_pin_init(void)
 {
 	int ret;
 
+	BUILD_BUG_ON(sizeof(struct mrpin_pin) > 96);
+	BUILD_BUG_ON(offsetofend(struct mrpin_pin, rcu) >
+		     offsetof(struct mrpin_pin, charge.proc));
 	mrpin_pin_cache = mrpin_cache_create("mrpin_pin",
 					     sizeof(struct mrpin_pin));
 	if (!mrpin_pin_cache)
@@ -408,7 +472,7 @@ void mrpin_pin_exit(void)
 	unsigned long id;
 
 	xa_for_each(&mrpin_pins, id, pin) {
-		xa_erase(&mrpin_pins, id);
+		mrpin_pin_free_slot(pin);
 		rhashtable_remove_fast(&mrpin_pins_by_umem, &pin->node,
 				       mrpin_pin_params);
 		mrpin_pin_forget(pin, false);
