@@ -155,6 +155,18 @@ def main():
     for d, name in sorted(grew, reverse=True)[:top]:
         print(f"  {d:>+9.0f}  {name}")
 
+    # Where mrpin's own count grows with the size of the pin.
+    for big in sizes[1:]:
+        big_fn = funcs.get((big, 1, True), {})
+        more = sorted(((v - with_fn.get(k, 0), k[0]) for k, v in big_fn.items()
+                       if k[1] == "mrpin" and v - with_fn.get(k, 0) >= 1),
+                      reverse=True)
+        if more:
+            print(f"mrpin's own functions that run more per pair at {human(big)} "
+                  f"than at {human(size)}:")
+            for d, name in more[:top]:
+                print(f"  {d:>+9.0f}  {name}")
+
 
 if __name__ == "__main__":
     main()
