@@ -584,6 +584,24 @@ void mrpin_deny(struct mrpin_proc *proc, const struct mrpin_violation *v)
 }
 
 /**
+ * mrpin_fail() - count a pin the kernel refused and report it
+ * @proc: the process whose pin failed, when mrpin tracks it; or NULL
+ * @v: why (v->failed set, v->key MRPIN_EVENT_FAIL plus the cause)
+ *
+ * Context: process context (the registering task); does not sleep.
+ */
+void mrpin_fail(struct mrpin_proc *proc, const struct mrpin_violation *v)
+{
+	if (proc) {
+		spin_lock(&proc->lock);
+		proc->failures++;
+		spin_unlock(&proc->lock);
+	}
+	atomic64_inc(&mrpin_stats.failures_total[v->key - MRPIN_EVENT_FAIL]);
+	mrpin_report(v);
+}
+
+/**
  * mrpin_try_charge() - charge a pin about to be made, within every limit
  * @c: the pin's owners (proc, user, cg) and device
  * @bytes: the bytes it pins

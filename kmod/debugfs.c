@@ -73,9 +73,15 @@ static int devices_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(devices);
 
+static const char *const mrpin_fail_cause_names[MRPIN_NR_FAIL_CAUSES] = {
+	MRPIN_FAIL_CAUSE_NAMES
+};
+
 static int stats_show(struct seq_file *m, void *v)
 {
 	const struct mrpin_stats *s = &mrpin_stats;
+	s64 failures = 0;
+	int cause;
 
 	seq_printf(m, "pins %lld\n", atomic64_read(&s->usage.pins));
 	seq_printf(m, "pinned_bytes %lld\n",
@@ -104,6 +110,13 @@ static int stats_show(struct seq_file *m, void *v)
 		   atomic64_read(&s->nomem_denials_total));
 	seq_printf(m, "unrecorded_pins_total %lld\n",
 		   atomic64_read(&s->unrecorded_pins_total));
+	for (cause = 0; cause < MRPIN_NR_FAIL_CAUSES; cause++)
+		failures += atomic64_read(&s->failures_total[cause]);
+	seq_printf(m, "failures_total %lld\n", failures);
+	for (cause = 0; cause < MRPIN_NR_FAIL_CAUSES; cause++)
+		seq_printf(m, "failures_%s_total %lld\n",
+			   mrpin_fail_cause_names[cause],
+			   atomic64_read(&s->failures_total[cause]));
 	seq_printf(m, "ram_bytes %llu\n", mrpin_ram_bytes());
 	return 0;
 }
@@ -121,7 +134,8 @@ static void mrpin_seq_limit(struct seq_file *m, u64 bytes)
 static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 			    char *path, size_t path_len)
 {
-	u64 pins, bytes, peak, memlock, denials, b2m, b1g, stack, cleanup;
+	u64 pins, bytes, peak, memlock, denials, failures, b2m, b1g, stack;
+	u64 cleanup;
 	u64 regs, rate, elapsed, now = local_clock();
 	u32 hist[MRPIN_LIFE_BUCKETS];
 	struct cgroup *cgrp;
@@ -133,6 +147,7 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 	peak = proc->peak_bytes;
 	memlock = proc->memlock;
 	denials = proc->denials;
+	failures = proc->failures;
 	b2m = proc->bytes_2m;
 	b1g = proc->bytes_1g;
 	stack = proc->stack_pins;
@@ -168,8 +183,9 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 	seq_printf(m, " %llu %llu %llu %llu", pins, bytes, peak,
 		   mrpin_proc_vm_pinned_bytes(proc));
 	mrpin_seq_limit(m, memlock);
-	seq_printf(m, " %llu %llu %llu %llu %llu %llu %llu %llu ", denials,
-		   bytes - b2m - b1g, b2m, b1g, stack, cleanup, regs, rate);
+	seq_printf(m, " %llu %llu %llu %llu %llu %llu %llu %llu %llu ", denials,
+		   failures, bytes - b2m - b1g, b2m, b1g, stack, cleanup, regs,
+		   rate);
 	for (i = 0; i < MRPIN_LIFE_BUCKETS; i++)
 		seq_printf(m, i ? ",%u" : "%u", hist[i]);
 	seq_putc(m, '\n');
@@ -183,7 +199,7 @@ static int procs_show(struct seq_file *m, void *v)
 	path = kmalloc(PATH_MAX, GFP_KERNEL);
 	if (!path)
 		return -ENOMEM;
-	seq_puts(m, "# pid comm uid cgroup pins pinned_bytes peak_bytes vm_pinned_bytes memlock_bytes denials bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist\n");
+	seq_puts(m, "# pid comm uid cgroup pins pinned_bytes peak_bytes vm_pinned_bytes memlock_bytes denials failures bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist\n");
 	/*
 	 * Under RCU, never mrpin_owners_lock: a reader of a long table must
 	 * not hold off the first pin of a new process.  A reference keeps a

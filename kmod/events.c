@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Refusals and warnings: the kernel log, the `events` ring and the
- * mrpin:mrpin_deny tracepoint.
+ * Refusals, warnings and failures: the kernel log, the `events` ring and
+ * the mrpin:mrpin_deny and mrpin:mrpin_fail tracepoints.
  *
  * mrpin_report() is called once per limit crossed: with the pin refused
- * (action enforce) or allowed anyway (action warn).  It logs one
- * rate-limited line, fires the tracepoint and appends an event to a ring
- * of MRPIN_EVENTS entries.
+ * (action enforce) or allowed anyway (action warn); and once per pin the
+ * kernel refused (failure.c says why).  It logs one rate-limited line
+ * (not for a failure the global rule keeps out of the log), fires the
+ * tracepoint and appends an event to a ring of MRPIN_EVENTS entries.
+ * Each event says the errno its pin got: ENOMEM for a refusal, 0 for a
+ * warning, the kernel's for a failure.
  *
  * The ring.  Events get increasing sequence numbers; slot seq % MRPIN_EVENTS
  * holds event seq.  A reader remembers the next sequence number it wants:
@@ -28,6 +31,7 @@
 #include <linux/mutex.h>
 #include <linux/poll.h>
 #include <linux/ratelimit.h>
+#include <linux/resource.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/string_helpers.h>
@@ -44,13 +48,13 @@
 #define MRPIN_EVENT_LINE 512
 
 /**
- * struct mrpin_event - one refusal or warning
+ * struct mrpin_event - one refusal, warning or failure
  * @seq:	its sequence number
  * @time_ns:	CLOCK_REALTIME, in nanoseconds
  * @pid:	the process (tgid)
  * @uid:	its uid (initial namespace)
  * @comm:	its command name
- * @v:		the limit crossed
+ * @v:		the limit crossed, or why the pin failed
  */
 struct mrpin_event {
 	u64 seq;
@@ -76,6 +80,26 @@ static const char *const mrpin_event_key_names[MRPIN_NR_EVENT_KEYS] = {
 	MRPIN_EVENT_KEY_NAMES
 };
 
+static const char *mrpin_event_action(const struct mrpin_violation *v)
+{
+	return v->failed ? "fail" : v->warn ? "warn" : "deny";
+}
+
+/* The errno the event's pin got: positive, 0 when it was allowed. */
+static int mrpin_event_errno(const struct mrpin_violation *v)
+{
+	return v->failed ? v->err : v->warn ? 0 : ENOMEM;
+}
+
+/* A limit in bytes, or "unlimited" (a failure's RLIMIT_MEMLOCK). */
+static void mrpin_limit_text(u64 limit, char *buf, size_t len)
+{
+	if (limit == RLIM_INFINITY)
+		strscpy(buf, "unlimited", len);
+	else
+		snprintf(buf, len, "%llu", limit);
+}
+
 /* "uid:1000", "cgroup:/jobs/a", "global", "process" */
 static void mrpin_scope_text(const struct mrpin_violation *v, char *buf,
 			     size_t len)
@@ -97,6 +121,8 @@ static void mrpin_scope_text(const struct mrpin_violation *v, char *buf,
 static void mrpin_report_log(const struct mrpin_violation *v, pid_t pid,
 			     u32 uid, const char *scope)
 {
+	char limit[24];
+
 	switch (v->key) {
 	case MRPIN_EVENT_STACK:
 		pr_warn("mrpin: pid %d (%s) uid %u: %s %llu bytes of stack memory\n",
@@ -108,6 +134,13 @@ static void mrpin_report_log(const struct mrpin_violation *v, pid_t pid,
 			v->path, v->usage, v->limit);
 		break;
 	default:
+		if (v->failed) {
+			mrpin_limit_text(v->limit, limit, sizeof(limit));
+			pr_warn("mrpin: pid %d (%s) uid %u: the kernel refused %llu bytes (errno %d): %s; VmPin %llu, RLIMIT_MEMLOCK %s\n",
+				pid, current->comm, uid, v->asked, v->err,
+				mrpin_event_key_names[v->key], v->usage, limit);
+			break;
+		}
 		pr_warn("mrpin: pid %d (%s) uid %u: %s %llu bytes: %s %s in use %llu, limit %llu\n",
 			pid, current->comm, uid,
 			v->warn ? "over limit, allowed (warn)" : "refused",
@@ -117,25 +150,30 @@ static void mrpin_report_log(const struct mrpin_violation *v, pid_t pid,
 }
 
 /**
- * mrpin_report() - tell that a pin crossed a limit
- * @v: the limit crossed; v->warn says whether the pin was allowed
+ * mrpin_report() - tell that a pin crossed a limit, or failed
+ * @v: the limit crossed, v->warn saying whether the pin was allowed; or
+ *     why the kernel refused it (v->failed)
  *
  * Context: process context (the registering task), may be under
  * rcu_read_lock(); does not sleep.
  */
 void mrpin_report(const struct mrpin_violation *v)
 {
-	const char *action = v->warn ? "warn" : "deny";
+	const char *key = mrpin_event_key_names[v->key];
 	char scope[MRPIN_PATH_MAX + 8];
 	struct mrpin_event *e;
 	pid_t pid = task_tgid_nr(current);
 	u32 uid = from_kuid_munged(&init_user_ns, current_uid());
 
 	mrpin_scope_text(v, scope, sizeof(scope));
-	if (__ratelimit(&mrpin_report_rs))
+	if (!v->quiet && __ratelimit(&mrpin_report_rs))
 		mrpin_report_log(v, pid, uid, scope);
-	trace_mrpin_deny(pid, action, scope, mrpin_event_key_names[v->key],
-			 v->asked, v->usage, v->limit);
+	if (v->failed)
+		trace_mrpin_fail(pid, key, v->err, v->asked, v->usage,
+				 v->limit);
+	else
+		trace_mrpin_deny(pid, mrpin_event_action(v), scope, key,
+				 v->asked, v->usage, v->limit);
 
 	spin_lock(&mrpin_events_lock);
 	e = &mrpin_events[mrpin_events_next % MRPIN_EVENTS];
@@ -180,7 +218,7 @@ static int mrpin_events_open(struct inode *inode, struct file *file)
 		  mrpin_events_next - MRPIN_EVENTS : 0;
 	spin_unlock(&mrpin_events_lock);
 	r->len = scnprintf(r->buf, sizeof(r->buf),
-			   "# seq time_ns action pid comm uid scope key asked usage limit\n");
+			   "# seq time_ns action pid comm uid scope key asked usage limit errno\n");
 	file->private_data = r;
 	return nonseekable_open(inode, file);
 }
@@ -212,6 +250,7 @@ static bool mrpin_events_fill(struct mrpin_events_reader *r)
 {
 	struct mrpin_event e;
 	u64 oldest, lost = 0;
+	char limit[24];
 
 	lockdep_assert_held(&r->lock);
 	spin_lock(&mrpin_events_lock);
@@ -237,7 +276,7 @@ static bool mrpin_events_fill(struct mrpin_events_reader *r)
 		return true;
 	}
 	r->len = scnprintf(r->buf, sizeof(r->buf), "%llu %llu %s %d ", e.seq,
-			   e.time_ns, e.v.warn ? "warn" : "deny", e.pid);
+			   e.time_ns, mrpin_event_action(&e.v), e.pid);
 	mrpin_events_put(r, e.comm);
 	r->len += scnprintf(r->buf + r->len, sizeof(r->buf) - r->len, " %u ",
 			    e.uid);
@@ -251,10 +290,11 @@ static bool mrpin_events_fill(struct mrpin_events_reader *r)
 	} else {
 		mrpin_events_put(r, mrpin_scope_names[e.v.scope]);
 	}
+	mrpin_limit_text(e.v.limit, limit, sizeof(limit));
 	r->len += scnprintf(r->buf + r->len, sizeof(r->buf) - r->len,
-			    " %s %llu %llu %llu\n",
+			    " %s %llu %llu %s %d\n",
 			    mrpin_event_key_names[e.v.key], e.v.asked,
-			    e.v.usage, e.v.limit);
+			    e.v.usage, limit, mrpin_event_errno(&e.v));
 	return true;
 }
 

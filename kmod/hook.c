@@ -223,16 +223,29 @@ static unsigned long mrpin_umem_caller(unsigned long ret)
 	return ret;
 }
 
-/* After the real pin: record it, or roll its charge back; leave. */
+/*
+ * After the real pin of [@addr, @addr + @size): record it, or say why it
+ * failed and roll its charge back; leave.
+ */
 static struct ib_umem *mrpin_umem_pinned(struct mrpin_pin *pin,
-					 struct ib_umem *umem)
+					 struct ib_umem *umem,
+					 unsigned long addr, size_t size,
+					 int access)
 {
-	if (pin && IS_ERR(umem))
-		mrpin_pin_abort(pin);
+	if (IS_ERR(umem))
+		mrpin_pin_failed(pin, addr, size, ib_access_writable(access),
+				 PTR_ERR(umem));
 	else if (pin)
 		mrpin_pin_record(pin, umem);
 	percpu_ref_put(&mrpin_hook_pinners);
 	return umem;
+}
+
+/* Leave a wrapper whose pin mrpin refused. */
+static struct ib_umem *mrpin_umem_refused(struct mrpin_pin *err)
+{
+	percpu_ref_put(&mrpin_hook_pinners);
+	return ERR_CAST(err);
 }
 
 /* A VA pin, tracked: ib_umem_get()'s arguments. */
@@ -245,9 +258,10 @@ static struct ib_umem *mrpin_umem_get_va(struct ib_device *ibdev,
 
 	pin = mrpin_pin_prepare(ibdev, addr, size, mrpin_umem_caller(ret));
 	if (IS_ERR(pin))
-		return mrpin_umem_pinned(NULL, ERR_CAST(pin));
+		return mrpin_umem_refused(pin);
 	return mrpin_umem_pinned(pin, mrpin_umem_pin_va(ibdev, addr, size,
-							access));
+							access),
+				 addr, size, access);
 }
 
 #ifdef MRPIN_UMEM_DESC
@@ -262,17 +276,23 @@ mrpin_umem_get_desc(struct ib_device *ibdev,
 		    const struct ib_uverbs_buffer_desc *desc, int access)
 {
 	unsigned long ret = (unsigned long)__builtin_return_address(0);
-	struct mrpin_pin *pin = NULL;
+	struct mrpin_pin *pin;
+	struct ib_umem *umem;
 
-	if (desc->type == IB_UVERBS_BUFFER_TYPE_VA &&
-	    !(desc->flags & ~IB_UVERBS_BUFFER_DESC_FLAGS_KNOWN_MASK) &&
-	    !overflows_type(desc->addr, unsigned long) &&
-	    !overflows_type(desc->length, size_t))
-		pin = mrpin_pin_prepare(ibdev, desc->addr, desc->length,
-					mrpin_umem_caller(ret));
+	if (desc->type != IB_UVERBS_BUFFER_TYPE_VA ||
+	    (desc->flags & ~IB_UVERBS_BUFFER_DESC_FLAGS_KNOWN_MASK) ||
+	    overflows_type(desc->addr, unsigned long) ||
+	    overflows_type(desc->length, size_t)) {
+		umem = ib_umem_get_desc(ibdev, desc, access);
+		percpu_ref_put(&mrpin_hook_pinners);
+		return umem;
+	}
+	pin = mrpin_pin_prepare(ibdev, desc->addr, desc->length,
+				mrpin_umem_caller(ret));
 	if (IS_ERR(pin))
-		return mrpin_umem_pinned(NULL, ERR_CAST(pin));
-	return mrpin_umem_pinned(pin, ib_umem_get_desc(ibdev, desc, access));
+		return mrpin_umem_refused(pin);
+	return mrpin_umem_pinned(pin, ib_umem_get_desc(ibdev, desc, access),
+				 desc->addr, desc->length, access);
 }
 #endif
 

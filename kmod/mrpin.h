@@ -8,7 +8,8 @@
  *   (ib_umem_get(),                         (owner, device, charge)
  *    __ib_umem_get_va())              the real pin
  *                                     pin.c: mrpin_pin_record() or
- *                                            mrpin_pin_abort()
+ *                                            mrpin_pin_failed() (why:
+ *                                            failure.c), which aborts
  *   ib_umem_release() --ftrace--> hook.c --> pin.c: mrpin_pin_unpublish()
  *                                      the real release
  *                                      pin.c: mrpin_pin_released()
@@ -155,6 +156,7 @@ void mrpin_dev_name(struct mrpin_dev *dev, char *buf, size_t len);
  * @registrations: pins made so far
  * @releases:	pins released so far
  * @denials:	pins refused so far
+ * @failures:	pins the kernel refused so far (failure.c)
  * @memlock:	RLIMIT_MEMLOCK soft limit as of the latest pin (bytes)
  * @bytes_2m:	bytes of the live pins backed by 2 MiB pages
  * @bytes_1g:	bytes of the live pins backed by 1 GiB pages
@@ -192,6 +194,7 @@ struct mrpin_proc {
 	u64 registrations;
 	u64 releases;
 	u64 denials;
+	u64 failures;
 	u64 memlock;
 	u64 bytes_2m;
 	u64 bytes_1g;
@@ -271,6 +274,8 @@ extern struct mutex mrpin_owners_lock;
  *			records (global action=enforce)
  * @unrecorded_pins_total: pins made without a record, for want of memory
  *			(global action=warn): their releases are untracked
+ * @failures_total:	pins the kernel refused since load, by cause
+ *			(enum mrpin_fail_cause)
  */
 struct mrpin_stats {
 	struct mrpin_counter usage;
@@ -287,6 +292,7 @@ struct mrpin_stats {
 	atomic64_t cleanup_releases_total;
 	atomic64_t nomem_denials_total;
 	atomic64_t unrecorded_pins_total;
+	atomic64_t failures_total[MRPIN_NR_FAIL_CAUSES];
 };
 
 extern struct mrpin_stats mrpin_stats;
@@ -305,6 +311,7 @@ extern struct mrpin_stats mrpin_stats;
  * @mr_table_pct: global rule only: warn when a device's MR table is this
  *		full (percent)
  * @callsites:	global rule only: record user call sites of new pins
+ * @log_failures: global rule only: log the pins the kernel refused (failure.c)
  * @oversize:	global rule only: pins of this many bytes or more are
  *		flagged as oversized
  */
@@ -316,6 +323,7 @@ struct mrpin_limits {
 	u8 stack;
 	u8 mr_table_pct;
 	bool callsites;
+	bool log_failures;
 	u64 oversize;
 };
 
@@ -330,6 +338,11 @@ struct mrpin_limits {
  * @usage:	use before the pin, in the key's unit
  * @limit:	the limit, in the key's unit
  * @warn:	the rule is in warn mode: the pin was allowed
+ * @failed:	not a limit: the kernel refused the pin (failure.c); @key is
+ *		MRPIN_EVENT_FAIL plus the cause, @usage the process's VmPin
+ *		and @limit its RLIMIT_MEMLOCK, in bytes
+ * @err:	the errno the pin failed with (positive); 0 for a limit
+ * @quiet:	not for the kernel log (a failure, without log_failures=on)
  */
 struct mrpin_violation {
 	enum mrpin_scope scope;
@@ -340,6 +353,9 @@ struct mrpin_violation {
 	u64 usage;
 	u64 limit;
 	bool warn;
+	bool failed;
+	bool quiet;
+	int err;
 };
 
 int mrpin_account_init(void);
@@ -449,6 +465,8 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 				    unsigned long caller);
 void mrpin_pin_record(struct mrpin_pin *pin, struct ib_umem *umem);
 void mrpin_pin_abort(struct mrpin_pin *pin);
+void mrpin_pin_failed(struct mrpin_pin *pin, unsigned long addr, size_t size,
+		      bool writable, int err);
 struct mrpin_pin *mrpin_pin_unpublish(struct ib_umem *umem, bool *cleanup);
 void mrpin_pin_released(struct mrpin_pin *pin, bool cleanup);
 unsigned long mrpin_pin_caller(const struct mrpin_pin *pin);
@@ -500,6 +518,7 @@ int mrpin_try_charge(const struct mrpin_charge *c, u64 bytes,
 void mrpin_count_registration(const struct mrpin_charge *c);
 void mrpin_uncharge(const struct mrpin_charge *c, u64 bytes, bool released);
 void mrpin_deny(struct mrpin_proc *proc, const struct mrpin_violation *v);
+void mrpin_fail(struct mrpin_proc *proc, const struct mrpin_violation *v);
 void mrpin_account_pinned_facts(struct mrpin_proc *proc, u64 bytes_2m,
 				u64 bytes_1g, u8 flags, u64 now);
 void mrpin_account_released_facts(struct mrpin_proc *proc, u64 bytes_2m,
@@ -566,6 +585,10 @@ int mrpin_policy_show(struct seq_file *m);
 
 /* ctl.c: the control file `limits` */
 extern const struct file_operations mrpin_limits_fops;
+
+/* failure.c: why a pin the kernel refused failed */
+void mrpin_fail_explain(struct mrpin_proc *proc, unsigned long addr,
+			size_t size, bool writable, int err);
 
 /* events.c */
 int mrpin_events_init(void);

@@ -45,7 +45,9 @@ enum mrpin_scope {
 
 /*
  * The limits of every rule (indexes of struct mrpin_limits.max[] in the
- * module); then what else an event can be about.
+ * module); then what else an event can be about: the stack rule, a
+ * device's MR table, and why a pin the kernel refused failed (action
+ * `fail`, MRPIN_EVENT_FAIL and up, in the order of enum mrpin_fail_cause).
  */
 enum mrpin_limit_key {
 	MRPIN_MAX_PINNED,
@@ -54,8 +56,45 @@ enum mrpin_limit_key {
 	MRPIN_NR_LIMIT_KEYS,
 	MRPIN_EVENT_STACK = MRPIN_NR_LIMIT_KEYS,
 	MRPIN_EVENT_MR_TABLE,
-	MRPIN_NR_EVENT_KEYS,
+	MRPIN_EVENT_FAIL,
 };
+
+/*
+ * Why the kernel's pin failed, from facts checked after it did:
+ *   memlock	RLIMIT_MEMLOCK: no CAP_IPC_LOCK, and VmPin plus the pin over
+ *		the limit (or the limit is 0: EPERM)
+ *   unmapped	part of the range is not mapped (EFAULT)
+ *   readonly	a writable pin of a read-only mapping (EFAULT)
+ *   iomem	the range maps I/O memory or raw page frames (EFAULT)
+ *   fault	EFAULT on a mapped range that allows the access: its pages
+ *		could not be faulted in (a file mapping past its end...)
+ *   invalid	EINVAL or EOVERFLOW: an empty or overflowing range
+ *   nomem	ENOMEM with RLIMIT_MEMLOCK not in the way
+ *   other	any other errno
+ */
+enum mrpin_fail_cause {
+	MRPIN_FAIL_MEMLOCK,
+	MRPIN_FAIL_UNMAPPED,
+	MRPIN_FAIL_READONLY,
+	MRPIN_FAIL_IOMEM,
+	MRPIN_FAIL_FAULT,
+	MRPIN_FAIL_INVALID,
+	MRPIN_FAIL_NOMEM,
+	MRPIN_FAIL_OTHER,
+	MRPIN_NR_FAIL_CAUSES,
+};
+
+#define MRPIN_NR_EVENT_KEYS	(MRPIN_EVENT_FAIL + MRPIN_NR_FAIL_CAUSES)
+
+#define MRPIN_FAIL_CAUSE_NAMES					\
+	[MRPIN_FAIL_MEMLOCK] = "memlock",			\
+	[MRPIN_FAIL_UNMAPPED] = "unmapped",			\
+	[MRPIN_FAIL_READONLY] = "readonly",			\
+	[MRPIN_FAIL_IOMEM] = "iomem",				\
+	[MRPIN_FAIL_FAULT] = "fault",				\
+	[MRPIN_FAIL_INVALID] = "invalid",			\
+	[MRPIN_FAIL_NOMEM] = "nomem",				\
+	[MRPIN_FAIL_OTHER] = "other"
 
 /* The `key` column of `events`. */
 #define MRPIN_EVENT_KEY_NAMES					\
@@ -63,7 +102,15 @@ enum mrpin_limit_key {
 	[MRPIN_MAX_PINS] = "max_pins",				\
 	[MRPIN_MAX_PIN_SIZE] = "max_pin_size",			\
 	[MRPIN_EVENT_STACK] = "stack",				\
-	[MRPIN_EVENT_MR_TABLE] = "mr_table"
+	[MRPIN_EVENT_MR_TABLE] = "mr_table",			\
+	[MRPIN_EVENT_FAIL + MRPIN_FAIL_MEMLOCK] = "memlock",	\
+	[MRPIN_EVENT_FAIL + MRPIN_FAIL_UNMAPPED] = "unmapped",	\
+	[MRPIN_EVENT_FAIL + MRPIN_FAIL_READONLY] = "readonly",	\
+	[MRPIN_EVENT_FAIL + MRPIN_FAIL_IOMEM] = "iomem",	\
+	[MRPIN_EVENT_FAIL + MRPIN_FAIL_FAULT] = "fault",	\
+	[MRPIN_EVENT_FAIL + MRPIN_FAIL_INVALID] = "invalid",	\
+	[MRPIN_EVENT_FAIL + MRPIN_FAIL_NOMEM] = "nomem",	\
+	[MRPIN_EVENT_FAIL + MRPIN_FAIL_OTHER] = "other"
 
 /*
  * The keys of the grammar: the limits and the action (every rule), then
@@ -78,6 +125,7 @@ enum mrpin_key {
 	MRPIN_KEY_OVERSIZE,
 	MRPIN_KEY_MR_TABLE_WARN,
 	MRPIN_KEY_CALLSITES,
+	MRPIN_KEY_LOG_FAILURES,
 	MRPIN_NR_KEYS,
 	MRPIN_KEY_GLOBAL_ONLY = MRPIN_KEY_STACK,
 };
@@ -91,6 +139,7 @@ enum mrpin_key {
 #define MRPIN_KEY_NAME_OVERSIZE		"oversize"
 #define MRPIN_KEY_NAME_MR_TABLE_WARN	"mr_table_warn"
 #define MRPIN_KEY_NAME_CALLSITES	"callsites"
+#define MRPIN_KEY_NAME_LOG_FAILURES	"log_failures"
 
 #define MRPIN_KEY_NAMES						\
 	[MRPIN_KEY_MAX_PINNED] = MRPIN_KEY_NAME_MAX_PINNED,	\
@@ -100,9 +149,13 @@ enum mrpin_key {
 	[MRPIN_KEY_STACK] = MRPIN_KEY_NAME_STACK,		\
 	[MRPIN_KEY_OVERSIZE] = MRPIN_KEY_NAME_OVERSIZE,		\
 	[MRPIN_KEY_MR_TABLE_WARN] = MRPIN_KEY_NAME_MR_TABLE_WARN, \
-	[MRPIN_KEY_CALLSITES] = MRPIN_KEY_NAME_CALLSITES
+	[MRPIN_KEY_CALLSITES] = MRPIN_KEY_NAME_CALLSITES,	\
+	[MRPIN_KEY_LOG_FAILURES] = MRPIN_KEY_NAME_LOG_FAILURES
 
-/* The values of the global rule's stack= (and of action=, callsites=). */
+/*
+ * The values of the global rule's stack= (and of action=, callsites=,
+ * log_failures=).
+ */
 enum mrpin_stack_action {
 	MRPIN_STACK_ALLOW,
 	MRPIN_STACK_WARN,

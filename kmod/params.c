@@ -86,6 +86,8 @@ MRPIN_PARAM(global_mr_table_warn, GLOBAL, MRPIN_KEY_MR_TABLE_WARN, "80%",
 	    "Warn when a device's MR table is this full (default 80%)");
 MRPIN_PARAM(callsites, GLOBAL, MRPIN_KEY_CALLSITES, "off",
 	    "Record up to 8 user return addresses per pin: on or off (default off)");
+MRPIN_PARAM(log_failures, GLOBAL, MRPIN_KEY_LOG_FAILURES, "off",
+	    "Log the registrations the kernel refused, and why: on or off (default off)");
 MRPIN_PARAM(process_max_pinned, PROCESS, MRPIN_MAX_PINNED, "unlimited",
 	    "Most bytes pinned by one process (default unlimited)");
 MRPIN_PARAM(process_max_pins, PROCESS, MRPIN_MAX_PINS, "unlimited",
@@ -104,6 +106,7 @@ static struct mrpin_param *const mrpin_params[] = {
 	&mrpin_param_global_oversize,
 	&mrpin_param_global_mr_table_warn,
 	&mrpin_param_callsites,
+	&mrpin_param_log_failures,
 	&mrpin_param_process_max_pinned,
 	&mrpin_param_process_max_pins,
 	&mrpin_param_process_max_pin_size,

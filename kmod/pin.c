@@ -11,7 +11,8 @@
  *	      pinned yet: this is where a pin is refused.
  *   call:    the real pin.
  *   after:   mrpin_pin_record() publishes the record, keyed by the umem;
- *	      mrpin_pin_abort() rolls the charge back if the pin failed.
+ *	      mrpin_pin_failed() says why the pin failed (failure.c) and
+ *	      rolls the charge back.
  * and its wrapper of ib_umem_release() calls mrpin_pin_unpublish(), which
  * takes the record out of the tables *before* the real release (the umem's
  * address may be reused by the next pin as soon as it is freed), and
@@ -273,6 +274,26 @@ void mrpin_pin_abort(struct mrpin_pin *pin)
 {
 	mrpin_uncharge(&pin->charge, mrpin_pin_charged(pin), false);
 	mrpin_pin_free(pin);
+}
+
+/**
+ * mrpin_pin_failed() - the real pin failed: say why, and roll back
+ * @pin: what mrpin_pin_prepare() returned, or NULL (an untracked pin)
+ * @addr: the start of the user range
+ * @size: its length in bytes
+ * @writable: the pin asked for write access
+ * @err: the negative errno the real pin returned
+ *
+ * Context: process context (the registering task), may sleep.
+ */
+void mrpin_pin_failed(struct mrpin_pin *pin, unsigned long addr, size_t size,
+		      bool writable, int err)
+{
+	if (current->mm)
+		mrpin_fail_explain(pin ? pin->charge.proc : NULL, addr, size,
+				   writable, err);
+	if (pin)
+		mrpin_pin_abort(pin);
 }
 
 static void mrpin_pin_forget(struct mrpin_pin *pin, bool released)

@@ -109,6 +109,17 @@ static int mrpin_parse_count(const char *s, u64 *val)
 	return ret ? ret : *end ? -EINVAL : 0;
 }
 
+/* "on" or "off" into *@flag. */
+static int mrpin_parse_on_off(const char *s, bool *flag, const char **why)
+{
+	if (!strcmp(s, "on") || !strcmp(s, "off")) {
+		*flag = s[1] == 'n';
+		return 0;
+	}
+	*why = "bad value";
+	return -EINVAL;
+}
+
 /**
  * mrpin_parse_key() - set one key of a rule from its text
  * @lim: the rule's limits
@@ -197,14 +208,9 @@ int mrpin_parse_key(struct mrpin_limits *lim, enum mrpin_key key,
 		lim->mr_table_pct = v;
 		return 0;
 	case MRPIN_KEY_CALLSITES:
-		ret = -EINVAL;
-		if (!strcmp(val, "on"))
-			lim->callsites = true;
-		else if (!strcmp(val, "off"))
-			lim->callsites = false;
-		else
-			break;
-		return 0;
+		return mrpin_parse_on_off(val, &lim->callsites, why);
+	case MRPIN_KEY_LOG_FAILURES:
+		return mrpin_parse_on_off(val, &lim->log_failures, why);
 	default:
 		ret = -EINVAL;
 	}
@@ -463,6 +469,9 @@ void mrpin_limits_merge(struct mrpin_limits *lim, const struct mrpin_line *l)
 		case MRPIN_KEY_CALLSITES:
 			lim->callsites = src->callsites;
 			break;
+		case MRPIN_KEY_LOG_FAILURES:
+			lim->log_failures = src->log_failures;
+			break;
 		}
 	}
 }
@@ -519,6 +528,7 @@ void mrpin_print_limits(struct seq_file *m, const struct mrpin_limits *lim,
 		return;
 	seq_printf(m, " stack=%s oversize=", mrpin_stack_actions[lim->stack]);
 	mrpin_seq_size(m, lim->oversize);
-	seq_printf(m, " mr_table_warn=%u%% callsites=%s", lim->mr_table_pct,
-		   lim->callsites ? "on" : "off");
+	seq_printf(m, " mr_table_warn=%u%% callsites=%s log_failures=%s",
+		   lim->mr_table_pct, lim->callsites ? "on" : "off",
+		   lim->log_failures ? "on" : "off");
 }

@@ -7,6 +7,7 @@
  *   mrpin:mrpin_unpin	a recorded pin was released
  *   mrpin:mrpin_deny	a pin crossed a limit: refused (action=deny) or,
  *			in warn mode, allowed (action=warn)
+ *   mrpin:mrpin_fail	the kernel refused a pin, and why (failure.c)
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM mrpin
@@ -92,6 +93,31 @@ TRACE_EVENT(mrpin_deny,
 		  __entry->pid, __get_str(action), __get_str(scope),
 		  __get_str(key), __entry->asked, __entry->usage,
 		  __entry->limit)
+);
+
+TRACE_EVENT(mrpin_fail,
+	TP_PROTO(pid_t pid, const char *cause, int err, u64 asked,
+		 u64 vm_pinned, u64 memlock),
+	TP_ARGS(pid, cause, err, asked, vm_pinned, memlock),
+	TP_STRUCT__entry(
+		__field(pid_t, pid)
+		__string(cause, cause)
+		__field(int, err)
+		__field(u64, asked)
+		__field(u64, vm_pinned)
+		__field(u64, memlock)
+	),
+	TP_fast_assign(
+		__entry->pid = pid;
+		mrpin_assign_str(cause);
+		__entry->err = err;
+		__entry->asked = asked;
+		__entry->vm_pinned = vm_pinned;
+		__entry->memlock = memlock;
+	),
+	TP_printk("pid=%d cause=%s errno=%d asked=%llu vm_pinned=%llu memlock=%llu",
+		  __entry->pid, __get_str(cause), __entry->err, __entry->asked,
+		  __entry->vm_pinned, __entry->memlock)
 );
 
 #endif /* _MRPIN_TRACE_H */

@@ -696,21 +696,29 @@ TEST_F(accounting, processes_pinning_at_once_are_accounted_apart)
 }
 
 /*
- * A registration that fails (in part or whole) leaves no charge, no
- * record and no count behind, and the next one is accounted as usual.
+ * A registration that fails (in part or whole) leaves no charge and no
+ * record behind, only its failure, counted and explained; the next one is
+ * accounted as usual.
  */
 TEST_F(accounting, failed_registrations_leave_nothing_charged)
 {
+	static const char *const why[] = { "unmapped", "unmapped", "readonly" };
+	const uint64_t asked[] = { 3 * PAGE, PAGE, PAGE };
 	struct mrpin_test *t = &self->t;
 	struct mrpin_stats before, after;
+	struct mrpin_event ev[4];
 	struct ibv_mr *mr;
+	uint64_t from;
 	char *buf, *ro;
+	int i, n;
 
-	buf = map_buf(3 * PAGE);
-	ASSERT_EQ(0, munmap(buf + 2 * PAGE, PAGE));
+	/* The read-only page first: mmap() could put it in the hole. */
 	ro = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, ro);
+	buf = map_buf(3 * PAGE);
+	ASSERT_EQ(0, munmap(buf + 2 * PAGE, PAGE));
 	read_stats(&before);
+	from = next_seq();
 
 	/* Two pages pinned, the third one missing: all rolled back. */
 	do_reg_err(EFAULT, t->f.pd, buf, 3 * PAGE);
@@ -721,6 +729,19 @@ TEST_F(accounting, failed_registrations_leave_nothing_charged)
 	check_no_trace(getpid());
 	read_stats(&after);
 	check_stats_moved(&before, &after, 0, 0, 0, 0);
+	EXPECT_EQ(before.denials_total, after.denials_total);
+	EXPECT_EQ(before.failures_total + 3, after.failures_total);
+	EXPECT_EQ(before.failures_unmapped_total + 2,
+		  after.failures_unmapped_total);
+	EXPECT_EQ(before.failures_readonly_total + 1,
+		  after.failures_readonly_total);
+	n = events_since(from, getpid(), NULL, ev, 4);
+	ASSERT_EQ(3, n);
+	for (i = 0; i < n; i++) {
+		check_event(&ev[i], "fail", getpid(), getuid(), "process",
+			    why[i], asked[i], MRPIN_ANY, mrpin_memlock_bytes());
+		EXPECT_EQ((uint64_t)EFAULT, ev[i].err);
+	}
 
 	do_reg(t->f.pd, buf + 1, 2 * PAGE - 1, &mr);
 	check_proc(getpid(), 1, 8 * KiB);

@@ -19,10 +19,10 @@
 #include <signal.h>
 
 #define PINS_TAIL	" age_ms stack bytes_4k bytes_2m bytes_1g align oversized"
-#define PROCS_TAIL	" denials bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist"
+#define PROCS_TAIL	" denials failures bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist"
 #define LEAKS_HEADER	"# comm uid count bytes last_time_ns"
 #define CALLSITES_HEADER "# pid comm pins bytes oldest_age_ms frames"
-#define GLOBAL_DEFAULTS	"stack=warn oversize=1G mr_table_warn=80% callsites=off"
+#define GLOBAL_DEFAULTS	"stack=warn oversize=1G mr_table_warn=80% callsites=off log_failures=off"
 
 #define THP_ENABLED	"/sys/kernel/mm/transparent_hugepage/enabled"
 #define HUGEPAGES_2M	"/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"

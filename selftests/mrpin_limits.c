@@ -379,7 +379,8 @@ TEST_F(limits, processes_of_one_user_share_its_uid_limit)
 
 /*
  * 5. RLIMIT_MEMLOCK still refuses a user's pin under a policy that would
- * allow it, and that refusal is not mrpin's.
+ * allow it, and that refusal is not mrpin's: it is told as a failure, with
+ * the limit and VmPin that explain it.
  */
 TEST_F(limits, rlimit_memlock_still_applies_under_a_generous_policy)
 {
@@ -388,6 +389,7 @@ TEST_F(limits, rlimit_memlock_still_applies_under_a_generous_policy)
 	struct mrpin_stats before, after;
 	struct mrpin_proc_row *procs;
 	const struct mrpin_proc_row *p;
+	struct mrpin_event ev[2];
 	uint64_t from;
 	int n;
 
@@ -400,7 +402,14 @@ TEST_F(limits, rlimit_memlock_still_applies_under_a_generous_policy)
 	read_stats(&after);
 	EXPECT_EQ(before.denials_total, after.denials_total);
 	EXPECT_EQ(before.warnings_total, after.warnings_total);
-	EXPECT_EQ(from, next_seq());
+	/* The kernel's refusal, not mrpin's: told as a failure, and why. */
+	EXPECT_EQ(before.failures_memlock_total + 1,
+		  after.failures_memlock_total);
+	EXPECT_EQ(before.failures_total + 1, after.failures_total);
+	ASSERT_EQ(1, events_since(from, 0, NULL, ev, 2));
+	check_event(&ev[0], "fail", h->pid, USER_UID, "process", "memlock",
+		    PAGE, 256 * KiB, 256 * KiB);
+	EXPECT_EQ((uint64_t)ENOMEM, ev[0].err);
 	check_holder(h->pid, 1, 256 * KiB, 0);
 	n = mrpin_read_procs(&procs);
 	ASSERT_LE(0, n);
@@ -408,6 +417,8 @@ TEST_F(limits, rlimit_memlock_still_applies_under_a_generous_policy)
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ(256 * KiB, p->memlock_bytes);
 	EXPECT_EQ((uint64_t)USER_UID, p->uid);
+	EXPECT_EQ(0ULL, (unsigned long long)p->denials);
+	EXPECT_EQ(1ULL, (unsigned long long)p->failures);
 	free(procs);
 }
 

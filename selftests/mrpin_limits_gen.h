@@ -78,6 +78,8 @@ static const struct key keys[] = {
 				      "90%" },
 	[MRPIN_KEY_CALLSITES] = { MRPIN_KEY_NAME_CALLSITES, T_SWITCH, true,
 				  "on" },
+	[MRPIN_KEY_LOG_FAILURES] = { MRPIN_KEY_NAME_LOG_FAILURES, T_SWITCH,
+				     true, "on" },
 };
 _Static_assert(MRPIN_ARRAY_SIZE(keys) == MRPIN_NR_KEYS,
 	       "every key of the grammar has its generator entry");

@@ -66,7 +66,7 @@ rules_are() {
 cat >"$tmp/default" <<'EOF'
 # mrpin limits: write this back to restore this policy
 reset
-global max_pinned=50% max_pins=unlimited max_pin_size=unlimited action=enforce stack=warn oversize=1G mr_table_warn=80% callsites=off
+global max_pinned=50% max_pins=unlimited max_pin_size=unlimited action=enforce stack=warn oversize=1G mr_table_warn=80% callsites=off log_failures=off
 process max_pinned=unlimited max_pins=unlimited max_pin_size=unlimited action=enforce
 EOF
 
@@ -90,7 +90,7 @@ ktap_check "line_sets_only_the_keys_it_names" \
 	has_line 'process max_pinned=unlimited max_pins=10000 max_pin_size=1G action=enforce'
 put 'global action=warn'
 ktap_check "global_action_alone_keeps_its_percentage" \
-	has_line 'global max_pinned=50% max_pins=unlimited max_pin_size=unlimited action=warn stack=warn oversize=1G mr_table_warn=80% callsites=off'
+	has_line 'global max_pinned=50% max_pins=unlimited max_pin_size=unlimited action=warn stack=warn oversize=1G mr_table_warn=80% callsites=off log_failures=off'
 put 'reset'
 put 'uid 4242 max_pins=7'
 ktap_check "new_uid_rule_starts_unlimited_and_enforcing" \
@@ -184,7 +184,7 @@ mrpin_unload
 cat >"$tmp/params" <<'EOF'
 # mrpin limits: write this back to restore this policy
 reset
-global max_pinned=40% max_pins=unlimited max_pin_size=unlimited action=warn stack=warn oversize=1G mr_table_warn=80% callsites=off
+global max_pinned=40% max_pins=unlimited max_pin_size=unlimited action=warn stack=warn oversize=1G mr_table_warn=80% callsites=off log_failures=off
 process max_pinned=1G max_pins=100 max_pin_size=64M action=enforce
 EOF
 ktap_check "insmod_with_good_parameters_loads" \

@@ -30,6 +30,7 @@ declare -A takes=(
 	[global_oversize]="num size unl"
 	[global_mr_table_warn]="pct"
 	[callsites]="switch"
+	[log_failures]="switch"
 	[process_max_pinned]="num size pct unl"
 	[process_max_pins]="num unl"
 	[process_max_pin_size]="num size unl"
@@ -40,7 +41,8 @@ names=$(printf '%s\n' "${!takes[@]}" | sort)
 declare -A good=(
 	[global_max_pinned]=40% [global_max_pins]=1000 [global_max_pin_size]=1G
 	[global_action]=warn [global_stack]=deny [global_oversize]=512M
-	[global_mr_table_warn]=90% [callsites]=on [process_max_pinned]=1G
+	[global_mr_table_warn]=90% [callsites]=on [log_failures]=on
+	[process_max_pinned]=1G
 	[process_max_pins]=100 [process_max_pin_size]=64M [process_action]=warn
 )
 # One value of each type, and the types it is.
@@ -316,11 +318,12 @@ good_set() {
 }
 
 good_set a \
-	'global max_pinned=40% max_pins=1000 max_pin_size=1G action=warn stack=deny oversize=512M mr_table_warn=90% callsites=on' \
+	'global max_pinned=40% max_pins=1000 max_pin_size=1G action=warn stack=deny oversize=512M mr_table_warn=90% callsites=on log_failures=on' \
 	'process max_pinned=1G max_pins=100 max_pin_size=64M action=warn' \
 	global_max_pinned=40% global_max_pins=1000 global_max_pin_size=1G \
 	global_action=warn global_stack=deny global_oversize=512M \
-	global_mr_table_warn=90% callsites=on process_max_pinned=1G \
+	global_mr_table_warn=90% callsites=on log_failures=on \
+	process_max_pinned=1G \
 	process_max_pins=100 process_max_pin_size=64M process_action=warn
 
 # 0444, and not even root writes them while mrpin is loaded.
@@ -344,11 +347,12 @@ ktap_check "parameter_files_are_every_parameter" \
 rmmod mrpin
 
 good_set b \
-	'global max_pinned=unlimited max_pins=0 max_pin_size=4097 action=enforce stack=allow oversize=unlimited mr_table_warn=0% callsites=off' \
+	'global max_pinned=unlimited max_pins=0 max_pin_size=4097 action=enforce stack=allow oversize=unlimited mr_table_warn=0% callsites=off log_failures=off' \
 	'process max_pinned=100% max_pins=unlimited max_pin_size=1536K action=enforce' \
 	global_max_pinned=unlimited global_max_pins=0 global_max_pin_size=4097 \
 	global_action=enforce global_stack=allow global_oversize=unlimited \
-	global_mr_table_warn=0% callsites=off process_max_pinned=100% \
+	global_mr_table_warn=0% callsites=off log_failures=off \
+	process_max_pinned=100% \
 	process_max_pins=unlimited process_max_pin_size=1536k \
 	process_action=enforce
 rmmod mrpin
@@ -356,7 +360,7 @@ rmmod mrpin
 # Edges: 0, U64_MAX - 1, the largest size a suffix takes, leading zeros,
 # white space after a quoted value.
 good_set c \
-	'global max_pinned=0 max_pins=18446744073709551614 max_pin_size=16777215T action=warn stack=warn oversize=0 mr_table_warn=7% callsites=off' \
+	'global max_pinned=0 max_pins=18446744073709551614 max_pin_size=16777215T action=warn stack=warn oversize=0 mr_table_warn=7% callsites=off log_failures=off' \
 	'process max_pinned=2G max_pins=1 max_pin_size=0 action=enforce' \
 	global_max_pinned=0 global_max_pins=18446744073709551614 \
 	global_max_pin_size=16777215T 'global_action="warn  "' \

@@ -27,6 +27,7 @@ struct mrpin_proc_row {
 	uint64_t vm_pinned_bytes;
 	uint64_t memlock_bytes;	/* MRPIN_UNLIMITED: "unlimited" */
 	uint64_t denials;
+	uint64_t failures;
 	uint64_t bytes_4k;
 	uint64_t bytes_2m;
 	uint64_t bytes_1g;
@@ -78,6 +79,15 @@ struct mrpin_stats {
 	uint64_t stack_pins_total;
 	uint64_t oversized_pins_total;
 	uint64_t cleanup_releases_total;
+	uint64_t failures_total;
+	uint64_t failures_memlock_total;
+	uint64_t failures_unmapped_total;
+	uint64_t failures_readonly_total;
+	uint64_t failures_iomem_total;
+	uint64_t failures_fault_total;
+	uint64_t failures_invalid_total;
+	uint64_t failures_nomem_total;
+	uint64_t failures_other_total;
 };
 
 /* `users` and `cgroups`: the pins of one user, or of one cgroup subtree. */
@@ -251,6 +261,7 @@ static const struct mrpin_col mrpin_proc_cols[] = {
 	MRPIN_PROC_COL(vm_pinned_bytes, MRPIN_COL_U64),
 	MRPIN_PROC_COL(memlock_bytes, MRPIN_COL_LIMIT),
 	MRPIN_PROC_COL(denials, MRPIN_COL_U64),
+	MRPIN_PROC_COL(failures, MRPIN_COL_U64),
 	MRPIN_PROC_COL(bytes_4k, MRPIN_COL_U64),
 	MRPIN_PROC_COL(bytes_2m, MRPIN_COL_U64),
 	MRPIN_PROC_COL(bytes_1g, MRPIN_COL_U64),
@@ -302,6 +313,15 @@ static const struct mrpin_col mrpin_stat_keys[] = {
 	MRPIN_STAT(stack_pins_total),
 	MRPIN_STAT(oversized_pins_total),
 	MRPIN_STAT(cleanup_releases_total),
+	MRPIN_STAT(failures_total),
+	MRPIN_STAT(failures_memlock_total),
+	MRPIN_STAT(failures_unmapped_total),
+	MRPIN_STAT(failures_readonly_total),
+	MRPIN_STAT(failures_iomem_total),
+	MRPIN_STAT(failures_fault_total),
+	MRPIN_STAT(failures_invalid_total),
+	MRPIN_STAT(failures_nomem_total),
+	MRPIN_STAT(failures_other_total),
 };
 
 #define MRPIN_LEAK_COL(f, kind) MRPIN_COL(struct mrpin_leak_row, f, kind)
@@ -455,7 +475,8 @@ struct mrpin_event {
 	char key[32];
 	uint64_t asked;
 	uint64_t usage;
-	uint64_t limit;
+	uint64_t limit;		/* MRPIN_UNLIMITED: "unlimited" */
+	uint64_t err;		/* the errno the pin got, positive; 0: allowed */
 };
 
 /* Parse an `events` line (modified in place) into *@ev: 0 or -EPROTO. */
@@ -471,7 +492,7 @@ static inline int mrpin_parse_event(char *line, struct mrpin_event *ev)
 			return -EPROTO;
 		f[n++] = tok;
 	}
-	if (n != 11 || strlen(f[2]) >= sizeof(ev->action) ||
+	if (n != 12 || strlen(f[2]) >= sizeof(ev->action) ||
 	    strlen(f[7]) >= sizeof(ev->key))
 		return -EPROTO;
 	memset(ev, 0, sizeof(*ev));
@@ -485,7 +506,11 @@ static inline int mrpin_parse_event(char *line, struct mrpin_event *ev)
 	    mrpin_unescape(ev->scope, sizeof(ev->scope), f[6]) ||
 	    mrpin_parse_u64(f[8], &ev->asked) ||
 	    mrpin_parse_u64(f[9], &ev->usage) ||
-	    mrpin_parse_u64(f[10], &ev->limit))
+	    mrpin_parse_u64(f[11], &ev->err))
+		return -EPROTO;
+	if (!strcmp(f[10], "unlimited"))
+		ev->limit = MRPIN_UNLIMITED;
+	else if (mrpin_parse_u64(f[10], &ev->limit))
 		return -EPROTO;
 	ev->pid = pid;
 	return 0;

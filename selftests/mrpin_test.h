@@ -450,6 +450,12 @@ static inline void __check_event(struct __test_metadata *_metadata,
 		EXPECT_EQ(usage, ev->usage);
 	EXPECT_EQ(limit, ev->limit);
 	EXPECT_NE(0ULL, (unsigned long long)ev->time_ns);
+	/* What the pin got: refused with ENOMEM, or allowed. */
+	if (!strcmp(action, "deny")) {
+		EXPECT_EQ((uint64_t)ENOMEM, ev->err);
+	} else if (!strcmp(action, "warn")) {
+		EXPECT_EQ(0ULL, (unsigned long long)ev->err);
+	}
 }
 #define check_event(ev, action, pid, uid, scope, key, asked, usage, limit) \
 	__check_event(_metadata, ev, action, pid, uid, scope, key, asked,   \

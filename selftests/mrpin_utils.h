@@ -40,7 +40,7 @@
 #define MRPIN_DEFAULT_DEV	"rxe0"
 #define MRPIN_ACCESS		IBV_ACCESS_LOCAL_WRITE
 #define MRPIN_EVENTS_FILE	MRPIN_DEBUGFS "/events"
-#define MRPIN_EVENTS_HEADER	"# seq time_ns action pid comm uid scope key asked usage limit"
+#define MRPIN_EVENTS_HEADER	"# seq time_ns action pid comm uid scope key asked usage limit errno"
 /* memlock_bytes of a process without a limit ("unlimited"). */
 #define MRPIN_UNLIMITED		UINT64_MAX
 /* Where the tests make their cgroups: the cgroup2 mount. */
@@ -113,6 +113,16 @@ static inline int mrpin_unlimit_memlock(void)
 	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
 
 	return setrlimit(RLIMIT_MEMLOCK, &rl);
+}
+
+/* This process's RLIMIT_MEMLOCK (soft), as mrpin's events give it. */
+static inline uint64_t mrpin_memlock_bytes(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl))
+		return 0;
+	return rl.rlim_cur;
 }
 
 /* Bytes an MR of [start, start + length) pins: the pages it spans. */
