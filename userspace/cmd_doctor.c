@@ -33,6 +33,7 @@ static const char *const kind_names[NR_FKINDS] = {
 	[FK_MR_TABLE] = "mr-table",
 	[FK_STACK] = "stack",
 	[FK_DENIED] = "denied",
+	[FK_FAILED] = "failed",
 	[FK_LEAK_EXIT] = "leak-exit",
 	[FK_SMALL_PAGES] = "4k-pages",
 	[FK_CHURN] = "churn",
@@ -95,6 +96,9 @@ static void print_evidence(const struct evidence *e)
 		break;
 	case EV_BYTES:
 		print_bytes(e->key, e->v);
+		break;
+	case EV_BYTES_LIMIT:
+		print_bytes_limit(e->key, e->v);
 		break;
 	case EV_PERCENT:
 		print_percent(e->key, e->pct);
@@ -278,9 +282,10 @@ static int doctor_help(int argc, char **argv)
 	      "\n"
 	      "Reads every table of mrpin and reports the registration mistakes it sees,\n"
 	      "worst first, each with its evidence and one line of advice: stack buffers,\n"
-	      "refusals, the global limit or an MR table nearly full, MRs left to be\n"
-	      "cleaned up at exit, 4 KiB pages, churn, oversized and misaligned pins and,\n"
-	      "with callsites=on, where the oldest and biggest live pins were registered.\n"
+	      "refusals, registrations the kernel failed and why, the global limit or an\n"
+	      "MR table nearly full, MRs left to be cleaned up at exit, 4 KiB pages,\n"
+	      "churn, oversized and misaligned pins and, with callsites=on, where the\n"
+	      "oldest and biggest live pins were registered.\n"
 	      "Exit status: 0 when nothing is found, 1 when something is, 2 when doctor\n"
 	      "failed (a bad command line, mrpin not loaded, a table it cannot read).\n"
 	      "The thresholds are in mrpinctl(8).\n",

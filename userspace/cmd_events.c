@@ -2,13 +2,13 @@
 /*
  * mrpinctl events [--follow]
  *
- * The refusals and warnings, oldest first, from the module's `events`
- * stream.  Each open of it starts with a header line, then the events the
- * ring still holds; a read blocks when there is nothing new (O_NONBLOCK:
- * EAGAIN), like trace_pipe.  So without --follow the stream is read
- * non-blocking until EAGAIN (load_events()); with --follow, poll() waits
- * for more (a plain file, as in tests, is polled every 250 ms).  "# lost N" tells that the
- * reader fell behind the ring.
+ * The refusals, warnings and failures, oldest first, from the module's
+ * `events` stream.  Each open of it starts with a header line, then the
+ * events the ring still holds; a read blocks when there is nothing new
+ * (O_NONBLOCK: EAGAIN), like trace_pipe.  So without --follow the stream is
+ * read non-blocking until EAGAIN (load_events()); with --follow, poll()
+ * waits for more (a plain file, as in tests, is polled every 250 ms).
+ * "# lost N" tells that the reader fell behind the ring.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,15 +32,19 @@ static const struct column event_cols[] = {
 	{ .key = "asked", .title = "ASKED", .prio = 1, .width = 9 },
 	{ .key = "usage", .title = "USAGE", .prio = 2, .width = 9 },
 	{ .key = "limit", .title = "LIMIT", .width = 9 },
+	{ .key = "errno", .title = "ERRNO", .flags = COL_LEFT, .prio = 5, .width = 6 },
 };
 
-/* An event's usage and limit are in its key's unit: pins or bytes. */
+/*
+ * An event's usage and limit are in its key's unit: pins or bytes (a
+ * failure's are VmPin and RLIMIT_MEMLOCK, which may be unlimited).
+ */
 static void print_in_unit(const char *key, const struct event *e, uint64_t v)
 {
 	if (!strcmp(e->key, "max_pins") || !strcmp(e->key, "mr_table"))
-		print_u64(key, v);
+		print_count_limit(key, v);
 	else
-		print_bytes(key, v);
+		print_bytes_limit(key, v);
 }
 
 static void print_event(const struct event *e)
@@ -57,6 +61,8 @@ static void print_event(const struct event *e)
 	print_bytes("asked", e->asked);
 	print_in_unit("usage", e, e->usage);
 	print_in_unit("limit", e, e->limit);
+	if (e->errnum != ERRNO_UNKNOWN)
+		print_errno("errno", e->errnum);
 	out_item_end();
 }
 
@@ -213,9 +219,13 @@ static int events_help(int argc, char **argv)
 	fputs("Usage: mrpinctl events [--follow]\n"
 	      "\n"
 	      "The pins mrpin refused (deny) or allowed over a limit in warn mode (warn),\n"
-	      "oldest first; the module keeps the last 1024.  --follow waits for new ones.\n"
-	      "SCOPE is the rule crossed (global, process, uid:N, cgroup:PATH), KEY its\n"
-	      "limit, ASKED the bytes of the pin, USAGE and LIMIT in KEY's unit.\n",
+	      "and those the kernel failed (fail), oldest first; the module keeps the\n"
+	      "last 1024.  --follow waits for new ones.  SCOPE is the rule crossed\n"
+	      "(global, process, uid:N, cgroup:PATH), KEY its limit, ASKED the bytes of\n"
+	      "the pin, USAGE and LIMIT in KEY's unit.  For a failure, KEY is its cause\n"
+	      "(memlock, unmapped, readonly, iomem, fault, invalid, nomem, other), USAGE\n"
+	      "the process's VmPin and LIMIT its RLIMIT_MEMLOCK; ERRNO is the kernel's\n"
+	      "error (a refusal's is ENOMEM).\n",
 	      stdout);
 	return EXIT_OK;
 }

@@ -5,10 +5,11 @@
  * mrpin's state in the Prometheus text exposition format, for
  * node_exporter's textfile collector: names start with mrpin_, sizes are in
  * bytes (_bytes), counters end in _total, every family has HELP and TYPE
- * lines.  Series are per device, per user and per cgroup; per process only
- * with --per-process (pids are unbounded: cardinality).  With FILE, the
- * output goes to a temporary file in FILE's directory, renamed over FILE
- * once complete, so that the collector never reads half a file.
+ * lines.  Series are per device, per user and per cgroup, the failed pins
+ * per cause; per process only with --per-process (pids are unbounded:
+ * cardinality).  With FILE, the output goes to a temporary file in FILE's
+ * directory, renamed over FILE once complete, so that the collector never
+ * reads half a file.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -81,6 +82,20 @@ static void sample(FILE *f, const char *name, uint64_t v, ...)
 	fprintf(f, "%s %llu\n", first ? "" : "}", (unsigned long long)v);
 }
 
+/* One family, a series per cause (a module that counts them). */
+static void export_failures(FILE *f, const struct stats *s)
+{
+	size_t i;
+
+	if (!s->failures_known)
+		return;
+	family(f, "failures_total", "counter",
+	       "Registrations the kernel refused (mrpin let them through), by cause.");
+	for (i = 0; i < NR_CAUSES; i++)
+		sample(f, "failures_total", s->failures[i], "cause",
+		       cause_names[i], NULL);
+}
+
 static void export_stats(FILE *f, const struct export *x)
 {
 	static const struct {
@@ -106,6 +121,7 @@ static void export_stats(FILE *f, const struct export *x)
 		       *(const uint64_t *)((const char *)&x->stats + m[i].off),
 		       NULL);
 	}
+	export_failures(f, &x->stats);
 	if (x->stats.ram_bytes) {
 		family(f, "ram_bytes", "gauge",
 		       "The machine's RAM, that N% limits are shares of.");
@@ -372,9 +388,10 @@ static int export_help(int argc, char **argv)
 	fputs("Usage: mrpinctl export prometheus [--per-process] [FILE]\n"
 	      "\n"
 	      "mrpin's counters in the Prometheus text format (node_exporter's textfile\n"
-	      "collector): totals, and series per device, user, cgroup and limit; per\n"
-	      "process (pid and comm labels) only with --per-process.  FILE is replaced\n"
-	      "atomically (a temporary file in its directory, renamed).\n",
+	      "collector): totals (the failed pins by cause), and series per device,\n"
+	      "user, cgroup and limit; per process (pid and comm labels) only with\n"
+	      "--per-process.  FILE is replaced atomically (a temporary file in its\n"
+	      "directory, renamed).\n",
 	      stdout);
 	return EXIT_OK;
 }

@@ -25,6 +25,7 @@ static const struct column limit_cols[] = {
 	{ .key = "oversize", .title = "OVERSIZE", .flags = COL_LEFT },
 	{ .key = "mr_table_warn", .title = "MR_TABLE_WARN", .flags = COL_LEFT },
 	{ .key = "callsites", .title = "CALLSITES", .flags = COL_LEFT },
+	{ .key = "log_failures", .title = "LOG_FAILURES", .flags = COL_LEFT },
 	{ .key = "extra", .title = "EXTRA", .flags = COL_LEFT },
 };
 

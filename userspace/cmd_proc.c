@@ -19,9 +19,11 @@ static const struct column proc_cols[] = {
 	{ .key = "vm_pinned_bytes", .title = "VMPIN", .prio = 4 },
 	{ .key = "memlock_bytes", .title = "MEMLOCK", .prio = 5 },
 	{ .key = "denials", .title = "DENIALS", .prio = 2 },
+	{ .key = "failures", .title = "FAILURES", .prio = 3 },
 };
 
-static void print_proc(const struct proc_row *p)
+/* @failures: the module counts them (else "-", and none in JSON). */
+static void print_proc(const struct proc_row *p, bool failures)
 {
 	out_item_begin();
 	print_u64("pid", p->pid);
@@ -34,17 +36,20 @@ static void print_proc(const struct proc_row *p)
 	print_bytes("vm_pinned_bytes", p->vm_pinned_bytes);
 	print_bytes_limit("memlock_bytes", p->memlock_bytes);
 	print_u64("denials", p->denials);
+	if (failures)
+		print_u64("failures", p->failures);
 	out_item_end();
 }
 
 /* The first @max rows of @t (all with 0) as list @key. */
 void print_procs(const char *key, struct table *t, size_t max)
 {
+	bool failures = tbl_has(t, "failures");
 	size_t i;
 
 	out_list_begin(key, proc_cols, ARRAY_SIZE(proc_cols));
 	for (i = 0; i < t->nrows && (!max || i < max); i++)
-		print_proc(TBL_ROW(t, struct proc_row, i));
+		print_proc(TBL_ROW(t, struct proc_row, i), failures);
 	out_list_end();
 }
 
@@ -113,7 +118,8 @@ static int proc_help(int argc, char **argv)
 	      "USER is a name or a uid.  Columns: PINNED is what mrpin counts (the pages\n"
 	      "the process's pins span), PEAK its highest, VMPIN the kernel's VmPin (every\n"
 	      "pinner, not only RDMA), MEMLOCK its RLIMIT_MEMLOCK at its latest pin,\n"
-	      "DENIALS the pins mrpin refused it.\n",
+	      "DENIALS the pins mrpin refused it, FAILURES those the kernel failed (why:\n"
+	      "mrpinctl events).\n",
 	      stdout);
 	return EXIT_OK;
 }

@@ -4,7 +4,7 @@
  *
  * One screen: what is pinned against RAM and the global limit, the pins,
  * the devices and their MR tables, the processes that pin the most, and
- * the denials and warnings so far.
+ * the denials, failures (when the module counts them) and warnings so far.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -25,6 +25,7 @@ static const struct column status_fields[] = {
 	{ .key = "pins", .title = "Pins" },
 	{ .key = "peak_pinned_bytes", .title = "Peak pinned" },
 	{ .key = "denials_total", .title = "Denials" },
+	{ .key = "failures_total", .title = "Failures" },
 	{ .key = "warnings_total", .title = "Warnings" },
 };
 
@@ -93,6 +94,8 @@ static void print_status(struct status *s)
 	print_u64("pins", s->stats.pins);
 	print_bytes("peak_pinned_bytes", s->stats.peak_pinned_bytes);
 	print_u64("denials_total", s->stats.denials_total);
+	if (s->stats.failures_known)
+		print_u64("failures_total", s->stats.failures_total);
 	print_u64("warnings_total", s->stats.warnings_total);
 	out_gap();
 	print_devs("devices", &s->devs);
@@ -152,7 +155,8 @@ static int status_help(int argc, char **argv)
 	      "\n"
 	      "One screen: the bytes pinned, against RAM and the global limit; the pins;\n"
 	      "the devices and their MR tables; the processes that pin the most; the\n"
-	      "denials and warnings so far (see 'mrpinctl events').\n",
+	      "denials (mrpin's refusals), failures (the kernel's) and warnings so far\n"
+	      "(see 'mrpinctl events').\n",
 	      stdout);
 	return EXIT_OK;
 }

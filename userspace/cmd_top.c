@@ -25,6 +25,7 @@ static const struct column top_fields[] = {
 	{ .key = "pins", .title = "Pins" },
 	{ .key = "peak_pinned_bytes", .title = "Peak" },
 	{ .key = "denials_total", .title = "Denials" },
+	{ .key = "failures_total", .title = "Failures" },
 	{ .key = "warnings_total", .title = "Warnings" },
 };
 
@@ -62,6 +63,8 @@ static int top_print(struct top *tp)
 	print_u64("pins", s.pins);
 	print_bytes("peak_pinned_bytes", s.peak_pinned_bytes);
 	print_u64("denials_total", s.denials_total);
+	if (s.failures_known)
+		print_u64("failures_total", s.failures_total);
 	print_u64("warnings_total", s.warnings_total);
 	print_procs("procs", &procs, 0);
 	out_obj_end();

@@ -50,6 +50,7 @@ const struct key_desc keys[NR_KEYS] = {
 	[K_MR_TABLE_WARN] = { MRPIN_KEY_NAME_MR_TABLE_WARN, KT_PCT, NULL,
 		"a percentage, 0% to 100%" },
 	[K_CALLSITES] = { MRPIN_KEY_NAME_CALLSITES, KT_WORD, on_off, "on or off" },
+	[K_LOG_FAILURES] = { MRPIN_KEY_NAME_LOG_FAILURES, KT_WORD, on_off, "on or off" },
 };
 
 /*
@@ -232,7 +233,7 @@ static int parse_key(char *tok, int i, struct rule *r, struct cfg_err *e)
 		return err_at(e, i, 0,
 			      "unknown key '%.*s': expected max_pinned, max_pins, max_pin_size or action%s",
 			      (int)len, tok, r->scope != SC_GLOBAL ? "" :
-			      " (global also: stack, oversize, mr_table_warn, callsites)");
+			      " (global also: stack, oversize, mr_table_warn, callsites, log_failures)");
 	if (k >= K_GLOBAL_ONLY && r->scope != SC_GLOBAL)
 		return err_at(e, i, 0, "'%s' is a key of the global rule only",
 			      keys[k].name);

@@ -21,15 +21,18 @@ enum severity { SEV_HIGH, SEV_MEDIUM, SEV_LOW, NR_SEVERITIES };
 
 /* The kinds of finding, in the order they are printed within a severity. */
 enum fkind {
-	FK_GLOBAL_LIMIT, FK_MR_TABLE, FK_STACK, FK_DENIED, FK_LEAK_EXIT,
-	FK_SMALL_PAGES, FK_CHURN, FK_OVERSIZED, FK_OVER_LIMIT, FK_MISALIGNED,
-	FK_MISALIGNED_2M, FK_LEAK_SUSPECT, NR_FKINDS,
+	FK_GLOBAL_LIMIT, FK_MR_TABLE, FK_STACK, FK_DENIED, FK_FAILED,
+	FK_LEAK_EXIT, FK_SMALL_PAGES, FK_CHURN, FK_OVERSIZED, FK_OVER_LIMIT,
+	FK_MISALIGNED, FK_MISALIGNED_2M, FK_LEAK_SUSPECT, NR_FKINDS,
 };
 
 /* What a finding is about. */
 enum subject { SUBJ_GLOBAL, SUBJ_PROCESS, SUBJ_PROGRAM, SUBJ_DEVICE };
 
-enum ev_type { EV_COUNT, EV_BYTES, EV_PERCENT, EV_MS, EV_TIME, EV_HEX, EV_STR };
+enum ev_type {
+	EV_COUNT, EV_BYTES, EV_BYTES_LIMIT, EV_PERCENT, EV_MS, EV_TIME, EV_HEX,
+	EV_STR,
+};
 
 /* One number (or word) of a finding's evidence. */
 struct evidence {
@@ -106,6 +109,8 @@ const char *count_str(uint64_t v);
 const char *bytes_str(uint64_t v);
 const char *ms_str(uint64_t ms);
 const char *time_str(uint64_t ns);
+const char *limit_bytes_str(uint64_t v);
+const char *errno_str(uint64_t v);
 const char *plural(uint64_t n);
 bool pct_at_least(uint64_t part, uint64_t whole, unsigned int pct);
 uint64_t pct_floor(uint64_t part, uint64_t whole);

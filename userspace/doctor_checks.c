@@ -6,10 +6,12 @@
  * registration mistake it sees, with its evidence and one line of advice:
  *
  *   high    the global limit nearly used up; an MR table past the module's
- *           mr_table_warn mark; buffers registered on a stack; refusals
+ *           mr_table_warn mark; buffers registered on a stack; refusals;
+ *           registrations the kernel failed, by process and cause
  *   medium  MRs left to the kernel's cleanup (exit, close); processes that
  *           pin mostly 4 KiB pages; registration churn; oversized pins;
- *           limits crossed in warn mode; an MR table mark crossed before
+ *           limits crossed in warn mode; an MR table mark crossed before;
+ *           failures by cause that the events no longer show
  *   low     starts not aligned to a page, large pins not aligned to 2 MiB;
  *           with callsites=on, where each process registered its oldest
  *           and its biggest live pins (the leak suspects)
@@ -164,6 +166,12 @@ static bool is_event(const struct event *e)
 	return e->seq != EVENT_LOST;
 }
 
+/* The kernel's pin failed (key: the cause), not a limit. */
+static bool is_fail(const struct event *e)
+{
+	return is_event(e) && !strcmp(e->action, "fail");
+}
+
 static bool event_key(const struct event *e, const char *key)
 {
 	return is_event(e) && !strcmp(e->key, key);
@@ -270,7 +278,7 @@ static void check_limit_events(struct doctor *d)
 
 	for (i = 0; i < d->events.nrows; i++) {
 		e = EVENT(d, i);
-		if (!is_event(e) || event_key(e, "stack") ||
+		if (!is_event(e) || is_fail(e) || event_key(e, "stack") ||
 		    event_key(e, "mr_table") || seen_before(d, i, same_limit))
 			continue;
 		count = largest = last = 0;
@@ -316,8 +324,6 @@ static void check_limit_events(struct doctor *d)
 	}
 }
 
-/* --- stack buffers --- */
-
 static const struct proc_row *find_proc(const struct doctor *d, uint64_t pid)
 {
 	size_t i;
@@ -327,6 +333,156 @@ static const struct proc_row *find_proc(const struct doctor *d, uint64_t pid)
 			return PROC(d, i);
 	return NULL;
 }
+
+/* --- registrations the kernel failed --- */
+
+/*
+ * Per cause: why, for the failures the events no longer show; what the
+ * program registered, for the causes that are its bug (NULL: the others
+ * are told otherwise); the advice.
+ */
+static const struct {
+	const char *why;
+	const char *what;
+	const char *advice;
+} causes[NR_CAUSES] = {
+	[MRPIN_FAIL_MEMLOCK] = {
+		"RLIMIT_MEMLOCK was in the way", NULL,
+		"raise RLIMIT_MEMLOCK where the program is started (systemd LimitMEMLOCK=, ulimit -l, a container's memlock ulimit such as docker run --ulimit memlock=-1: containerd's default is 8 MiB), and rather than leave it unlimited, bound the program with a mrpin rule (mrpinctl limit set uid USER max_pinned=SIZE), which binds root too" },
+	[MRPIN_FAIL_UNMAPPED] = {
+		"part of the range was not mapped", "memory it does not map",
+		"a bug in the program or its library: register only memory that is mapped, and keep it mapped until the MR is deregistered" },
+	[MRPIN_FAIL_READONLY] = {
+		"a read-only mapping was registered for writing",
+		"read-only memory with a write access",
+		"a bug in the program or its library: register read-only memory without write access (IBV_ACCESS_LOCAL_WRITE, REMOTE_WRITE, REMOTE_ATOMIC), or map it writable" },
+	[MRPIN_FAIL_IOMEM] = {
+		"the range was device memory",
+		"device memory (I/O memory or raw page frames)",
+		"a bug in the program or its library: device memory is not user memory to pin (a device's memory goes through dma-buf: ibv_reg_dmabuf_mr)" },
+	[MRPIN_FAIL_FAULT] = {
+		"pages could not be faulted in",
+		"memory whose pages could not be faulted in",
+		"a bug in the program or its library: it registered a mapping that cannot be populated (a file mapping past the end of its file, hugetlbfs memory with no huge page left)" },
+	[MRPIN_FAIL_INVALID] = {
+		"the range was empty or overflowed", "an empty or overflowing range",
+		"a bug in the program or its library: check the address and length it passes to ibv_reg_mr" },
+	[MRPIN_FAIL_NOMEM] = {
+		"the kernel was short of memory", NULL,
+		"free memory on this machine (see /proc/meminfo), or register less at a time" },
+	[MRPIN_FAIL_OTHER] = {
+		"of another error", NULL,
+		"an error mrpin does not tell apart: look for the driver's reason in the kernel log at that time" },
+};
+
+/* A fail event's cause; one this tool does not know is "other". */
+static int fail_cause(const struct event *e)
+{
+	int c = cause_index(e->key);
+
+	return c < 0 ? MRPIN_FAIL_OTHER : c;
+}
+
+static bool same_failure(const struct event *a, const struct event *b)
+{
+	return is_fail(a) && is_fail(b) && a->pid == b->pid &&
+	       !strcmp(a->comm, b->comm) && !strcmp(a->key, b->key);
+}
+
+/* The failures of event @i's process and cause; *told counts them. */
+static void failure_finding(struct doctor *d, size_t i, uint64_t *told)
+{
+	const struct event *e = EVENT(d, i), *x = e;
+	unsigned long long pid = e->pid;
+	uint64_t count = 0, largest = 0;
+	const struct proc_row *p;
+	struct finding *f;
+	char upto[48] = "", with[48] = "";
+	int c = fail_cause(e);
+	size_t j;
+
+	for (j = i; j < d->events.nrows; j++) {
+		if (!same_failure(e, EVENT(d, j)))
+			continue;
+		x = EVENT(d, j);
+		count++;
+		if (x->asked > largest)
+			largest = x->asked;
+	}
+	told[c] += count;
+	f = finding_new(d, SEV_HIGH, FK_FAILED, count);
+	subject_process(f, e->pid, e->comm);
+	ev_str(f, "cause", e->key);
+	if (x->errnum != ERRNO_UNKNOWN)
+		ev_add(f, "errno", EV_COUNT, x->errnum);
+	ev_add(f, "events", EV_COUNT, count);
+	ev_add(f, "asked_bytes", EV_BYTES, x->asked);
+	ev_add(f, "largest_asked", EV_BYTES, largest);
+	ev_add(f, "vm_pinned_bytes", EV_BYTES, x->usage);
+	ev_add(f, "memlock_bytes", EV_BYTES_LIMIT, x->limit);
+	ev_add(f, "last_time_ns", EV_TIME, x->time_ns);
+	p = find_proc(d, e->pid);
+	if (p && !strcmp(p->comm, e->comm) && tbl_has(&d->procs, "failures"))
+		ev_add(f, "process_failures", EV_COUNT, p->failures);
+	if (largest)
+		snprintf(upto, sizeof(upto), " (up to %s)", bytes_str(largest));
+	if (x->errnum != ERRNO_UNKNOWN)
+		snprintf(with, sizeof(with), " with %s", errno_str(x->errnum));
+	if (causes[c].what)
+		f->message = strfmt("pid %llu (%s) registered %s: %s registration%s failed%s%s, the last at %s",
+				    pid, e->comm, causes[c].what,
+				    count_str(count), plural(count), with, upto,
+				    time_str(x->time_ns));
+	else if (c == MRPIN_FAIL_MEMLOCK)
+		f->message = strfmt("pid %llu (%s) could not register %s: RLIMIT_MEMLOCK is %s and VmPin was %s (%s failure%s, the last at %s)",
+				    pid, e->comm, bytes_str(x->asked),
+				    limit_bytes_str(x->limit),
+				    bytes_str(x->usage), count_str(count),
+				    plural(count), time_str(x->time_ns));
+	else if (c == MRPIN_FAIL_NOMEM)
+		f->message = strfmt("pid %llu (%s) could not register %s: the kernel was short of memory (%s failure%s, the last at %s)",
+				    pid, e->comm, bytes_str(x->asked),
+				    count_str(count), plural(count),
+				    time_str(x->time_ns));
+	else
+		f->message = strfmt("pid %llu (%s) could not register %s: the kernel failed it%s (%s failure%s, the last at %s)",
+				    pid, e->comm, bytes_str(x->asked), with,
+				    count_str(count), plural(count),
+				    time_str(x->time_ns));
+	f->advice = causes[c].advice;
+}
+
+/*
+ * The registrations the kernel failed: by process and cause from the
+ * events; then, by cause, those the module counted (stats) that the events
+ * no longer show.
+ */
+static void check_failures(struct doctor *d)
+{
+	uint64_t told[NR_CAUSES] = { 0 }, more;
+	struct finding *f;
+	size_t i;
+	int c;
+
+	for (i = 0; i < d->events.nrows; i++)
+		if (is_fail(EVENT(d, i)) && !seen_before(d, i, same_failure))
+			failure_finding(d, i, told);
+	for (c = 0; c < NR_CAUSES; c++) {
+		if (d->stats.failures[c] <= told[c])
+			continue;
+		more = d->stats.failures[c] - told[c];
+		f = finding_new(d, SEV_MEDIUM, FK_FAILED, more);
+		ev_str(f, "cause", cause_names[c]);
+		ev_add(f, "failures", EV_COUNT, more);
+		ev_add(f, "failures_total", EV_COUNT, d->stats.failures[c]);
+		f->message = strfmt("%s more registration%s failed since mrpin was loaded because %s (%s), before the events the module keeps",
+				    count_str(more), plural(more), causes[c].why,
+				    cause_names[c]);
+		f->advice = causes[c].advice;
+	}
+}
+
+/* --- stack buffers --- */
 
 /* The stack events of @pid: registered (warn), refused (deny). */
 static void stack_events(const struct doctor *d, uint64_t pid,
@@ -774,6 +930,7 @@ int doctor_check(struct doctor *d)
 	check_mr_table_events(d);
 	check_stack(d);
 	check_limit_events(d);
+	check_failures(d);
 	check_leaks(d);
 	check_small_pages(d);
 	ret = check_churn(d);

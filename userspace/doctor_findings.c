@@ -58,6 +58,18 @@ const char *time_str(uint64_t ns)
 	return fmt_time_ns(ring(), RING_LEN, ns);
 }
 
+/* Bytes, or "unlimited". */
+const char *limit_bytes_str(uint64_t v)
+{
+	return v == UNLIMITED ? "unlimited" : bytes_str(v);
+}
+
+/* ENOMEM. */
+const char *errno_str(uint64_t v)
+{
+	return fmt_errno(ring(), RING_LEN, v);
+}
+
 const char *plural(uint64_t n)
 {
 	return n == 1 ? "" : "s";

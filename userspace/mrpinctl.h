@@ -3,7 +3,7 @@
  * mrpinctl: shared declarations.
  *
  *   mrpinctl.c   options, OBJECT COMMAND dispatch, keyword arguments
- *   util.c       messages, sizes, durations, user names, files
+ *   util.c       messages, sizes, durations, errno names, user names, files
  *   tables.c     reading the debugfs tables by column name
  *   control.c    where the policy's control file is, and why it is refused
  *   json.c       a small streaming JSON writer
@@ -111,6 +111,7 @@ int read_whole(const char *path, char **buf, size_t *len);
 const char *fmt_bytes(char *buf, size_t len, uint64_t v);
 const char *fmt_ms(char *buf, size_t len, uint64_t ms);
 const char *fmt_time_ns(char *buf, size_t len, uint64_t ns);
+const char *fmt_errno(char *buf, size_t len, uint64_t v);
 bool parse_u64(const char *s, const char **end, uint64_t *v);
 bool parse_u64_all(const char *s, uint64_t *v);
 const char *parse_size_arg(const char *s, void *dst);
@@ -182,10 +183,18 @@ int tbl_header_parse(struct tbl_header *h, char *line,
 int tbl_row_parse(const struct tbl_header *h, unsigned int lineno, char *line,
 		  const struct tbl_field *f, size_t nf, void *row);
 int kv_load(const char *name, const struct tbl_field *f, size_t nf,
-	    void *dst);
+	    void *dst, uint64_t *have);
+bool tbl_has(const struct table *t, const char *name);
 void tbl_free(struct table *t);
 void unescape(char *s);
 int split_words(char *line, char **words, int max);
+
+/*
+ * Why the kernel's pin failed: the key of a "fail" event, and the CAUSE of
+ * the stats failures_CAUSE_total (in the order of mrpin_abi.h).
+ */
+#define NR_CAUSES MRPIN_NR_FAIL_CAUSES
+extern const char *const cause_names[NR_CAUSES];
 
 /*
  * The rows of the tables, one type a table, for every command.  A column
@@ -203,6 +212,9 @@ struct stats {
 	uint64_t warnings_total;
 	uint64_t stack_pins_total;
 	uint64_t ram_bytes;	/* the RAM N% limits are shares of; 0: unknown */
+	uint64_t failures_total;	/* the kernel's pins that failed */
+	uint64_t failures[NR_CAUSES];	/* ... by cause */
+	bool failures_known;	/* the module counts them (failures_total) */
 };
 
 struct dev_row {
@@ -224,6 +236,7 @@ struct proc_row {
 	uint64_t vm_pinned_bytes;
 	uint64_t memlock_bytes;
 	uint64_t denials;	/* optional, as the rest */
+	uint64_t failures;	/* its pins the kernel failed */
 	uint64_t bytes_4k;
 	uint64_t bytes_2m;
 	uint64_t bytes_1g;
@@ -280,7 +293,10 @@ struct site_row {
 	char *frames;		/* "0x..,0x..": innermost first */
 };
 
-/* An event of the `events` stream; "# lost N": seq EVENT_LOST, asked N. */
+/*
+ * An event of the `events` stream; "# lost N": seq EVENT_LOST, asked N.
+ * Action "fail": the kernel's pin failed, key is its cause (cause_names[]).
+ */
 struct event {
 	uint64_t seq;
 	uint64_t time_ns;
@@ -293,9 +309,11 @@ struct event {
 	uint64_t asked;
 	uint64_t usage;
 	uint64_t limit;
+	uint64_t errnum;	/* errno; ERRNO_UNKNOWN: older modules */
 };
 
 #define EVENT_LOST UINT64_MAX
+#define ERRNO_UNKNOWN UINT64_MAX
 
 int load_stats(struct stats *s);
 int load_devs(struct table *t);
@@ -309,6 +327,7 @@ int load_events(struct table *t);
 int event_line(struct tbl_header *h, unsigned int lineno, char *line,
 	       struct event *e, bool *got);
 int load_version(char *buf, size_t len);
+int cause_index(const char *key);
 
 enum proc_sort { SORT_PINNED, SORT_PINS, SORT_PEAK };
 extern const char *const proc_sort_names[];
@@ -376,6 +395,7 @@ void print_percent(const char *key, double v);
 void print_hex(const char *key, uint64_t v);
 void print_ms(const char *key, uint64_t ms);
 void print_time_ns(const char *key, uint64_t ns);
+void print_errno(const char *key, uint64_t v);
 void print_user(const char *key, uint64_t uid);
 void print_num_text(const char *key, uint64_t v, const char *text);
 struct rule;
@@ -406,6 +426,7 @@ enum lkey {
 	K_OVERSIZE = MRPIN_KEY_OVERSIZE,
 	K_MR_TABLE_WARN = MRPIN_KEY_MR_TABLE_WARN,
 	K_CALLSITES = MRPIN_KEY_CALLSITES,
+	K_LOG_FAILURES = MRPIN_KEY_LOG_FAILURES,
 	NR_KEYS = MRPIN_NR_KEYS,
 	K_GLOBAL_ONLY = MRPIN_KEY_GLOBAL_ONLY,
 };

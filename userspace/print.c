@@ -699,6 +699,12 @@ void print_time_ns(const char *key, uint64_t ns)
 	put_fmt(key, ns, fmt_time_ns);
 }
 
+/* An errno: the number in JSON, its name (ENOMEM) in text. */
+void print_errno(const char *key, uint64_t v)
+{
+	put_fmt(key, v, fmt_errno);
+}
+
 /* A limit as print() prints it; when unlimited, null in JSON. */
 static void print_limit(const char *key, uint64_t v,
 			void (*print)(const char *key, uint64_t v))

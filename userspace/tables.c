@@ -323,19 +323,34 @@ int tbl_load(struct table *t, const char *name, const struct tbl_field *f,
 	return tbl_parse(t, f, nf, row_size);
 }
 
+/* Was field @name among @f there (bit i of @have: field i was)? */
+static bool field_have(const struct tbl_field *f, size_t nf, uint64_t have,
+		       const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < nf; i++)
+		if (!strcmp(f[i].name, name))
+			return have & (1ULL << i);
+	return false;
+}
+
+/* Has @t column @name (an optional one: does the module give it)? */
+bool tbl_has(const struct table *t, const char *name)
+{
+	return field_have(t->fields, t->nfields, t->have, name);
+}
+
 /*
  * The optional columns @names that a command needs: each of them in the
  * header of @t, or the first that is not named as missing.
  */
 int tbl_require(const struct table *t, const char *const *names, size_t n)
 {
-	size_t i, j;
+	size_t i;
 
 	for (i = 0; i < n; i++) {
-		for (j = 0; j < t->nfields; j++)
-			if (!strcmp(t->fields[j].name, names[i]))
-				break;
-		if (j < t->nfields && (t->have & (1ULL << j)))
+		if (tbl_has(t, names[i]))
 			continue;
 		pr_err("%s:1: no column '%s' in the header (mrpinctl %s needs it; update the module)",
 		       t->path, names[i], MRPIN_VERSION);
@@ -352,11 +367,16 @@ void tbl_free(struct table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* A "key value" file (stats): the known keys into @dst, others ignored. */
-int kv_load(const char *name, const struct tbl_field *f, size_t nf, void *dst)
+/*
+ * A "key value" file (stats): the known keys into @dst, others ignored;
+ * bit i of *have set when key @f[i] is there.
+ */
+int kv_load(const char *name, const struct tbl_field *f, size_t nf, void *dst,
+	    uint64_t *have)
 {
 	char *buf, *pos, *line, *words[3], *path;
-	unsigned int lineno = 0, seen = 0;
+	unsigned int lineno = 0;
+	uint64_t seen = 0;
 	int ret = 0, n;
 	bool complete;
 	size_t len, i;
@@ -380,15 +400,16 @@ int kv_load(const char *name, const struct tbl_field *f, size_t nf, void *dst)
 			       f[i].name);
 			ret = EXIT_FAIL;
 		}
-		seen |= 1U << i;
+		seen |= 1ULL << i;
 	}
 	for (i = 0; !ret && i < nf; i++) {
-		if (!(seen & (1U << i)) && !f[i].optional) {
+		if (!(seen & (1ULL << i)) && !f[i].optional) {
 			pr_err("%s: no '%s' line (mrpinctl %s needs it; update the module)",
 			       path, f[i].name, MRPIN_VERSION);
 			ret = EXIT_FAIL;
 		}
 	}
+	*have = seen;
 	free(path);
 	free(buf);
 	return ret;
@@ -399,6 +420,12 @@ int kv_load(const char *name, const struct tbl_field *f, size_t nf, void *dst)
 /* A column, and one that older modules lack. */
 #define F(type, name, t) { #name, t, offsetof(type, name), false }
 #define F_OPT(type, name, t) { #name, t, offsetof(type, name), true }
+/* failures_CAUSE_total (newer modules only), into failures[@c]. */
+#define F_FAIL(cause, c) \
+	{ "failures_" cause "_total", TF_U64, offsetof(struct stats, failures[c]), true }
+
+/* Why the kernel's pin failed: a fail event's key, the stats' CAUSE. */
+const char *const cause_names[NR_CAUSES] = { MRPIN_FAIL_CAUSE_NAMES };
 
 static const struct tbl_field stats_fields[] = {
 	F(struct stats, pins, TF_U64),
@@ -411,6 +438,15 @@ static const struct tbl_field stats_fields[] = {
 	F_OPT(struct stats, warnings_total, TF_U64),
 	F_OPT(struct stats, stack_pins_total, TF_U64),
 	F_OPT(struct stats, ram_bytes, TF_U64),
+	F_OPT(struct stats, failures_total, TF_U64),
+	F_FAIL("memlock", MRPIN_FAIL_MEMLOCK),
+	F_FAIL("unmapped", MRPIN_FAIL_UNMAPPED),
+	F_FAIL("readonly", MRPIN_FAIL_READONLY),
+	F_FAIL("iomem", MRPIN_FAIL_IOMEM),
+	F_FAIL("fault", MRPIN_FAIL_FAULT),
+	F_FAIL("invalid", MRPIN_FAIL_INVALID),
+	F_FAIL("nomem", MRPIN_FAIL_NOMEM),
+	F_FAIL("other", MRPIN_FAIL_OTHER),
 };
 
 static const struct tbl_field dev_fields[] = {
@@ -432,6 +468,7 @@ static const struct tbl_field proc_fields[] = {
 	F(struct proc_row, vm_pinned_bytes, TF_U64),
 	F(struct proc_row, memlock_bytes, TF_LIMIT),
 	F_OPT(struct proc_row, denials, TF_U64),
+	F_OPT(struct proc_row, failures, TF_U64),
 	F_OPT(struct proc_row, bytes_4k, TF_U64),
 	F_OPT(struct proc_row, bytes_2m, TF_U64),
 	F_OPT(struct proc_row, bytes_1g, TF_U64),
@@ -497,9 +534,12 @@ static const struct tbl_field event_fields[] = {
 	F(struct event, key, TF_STR),
 	F(struct event, asked, TF_U64),
 	F(struct event, usage, TF_U64),
-	F(struct event, limit, TF_U64),
+	F(struct event, limit, TF_LIMIT),
+	/* F_OPT(struct event, errno, ...) were errno not a macro. */
+	{ "errno", TF_U64, offsetof(struct event, errnum), true },
 };
 
+#undef F_FAIL
 #undef F_OPT
 #undef F
 
@@ -507,16 +547,21 @@ static const struct tbl_field event_fields[] = {
  * The RAM is the one of the machine whose mrpin is read, so that a snapshot
  * from another machine is read with that machine's RAM.  Modules from
  * before that line have none: on the live debugfs the RAM is this
- * machine's; a snapshot without it has no RAM to tell (0).
+ * machine's; a snapshot without it has no RAM to tell (0).  Those before
+ * failures_total did not count the kernel's failed pins.
  */
 int load_stats(struct stats *s)
 {
+	uint64_t have = 0;
 	int ret;
 
 	memset(s, 0, sizeof(*s));
-	ret = kv_load("stats", stats_fields, ARRAY_SIZE(stats_fields), s);
+	ret = kv_load("stats", stats_fields, ARRAY_SIZE(stats_fields), s,
+		      &have);
 	if (!ret && !s->ram_bytes && opts.debugfs_default)
 		s->ram_bytes = host_ram_bytes();
+	s->failures_known = field_have(stats_fields, ARRAY_SIZE(stats_fields),
+				       have, "failures_total");
 	return ret;
 }
 
@@ -575,6 +620,7 @@ int event_line(struct tbl_header *h, unsigned int lineno, char *line,
 		return tbl_header_parse(h, line, event_fields,
 					ARRAY_SIZE(event_fields));
 	memset(e, 0, sizeof(*e));
+	e->errnum = ERRNO_UNKNOWN;	/* older modules do not say it */
 	if (!strncmp(line, "# lost ", 7) && parse_u64_all(line + 7, &e->asked)) {
 		e->seq = EVENT_LOST;
 		*got = true;
@@ -655,6 +701,17 @@ int load_version(char *out, size_t len)
 	}
 	free(buf);
 	return ret;
+}
+
+/* The index of cause @key in cause_names[]; -1 if it is none. */
+int cause_index(const char *key)
+{
+	int i;
+
+	for (i = 0; i < NR_CAUSES; i++)
+		if (!strcmp(cause_names[i], key))
+			return i;
+	return -1;
 }
 
 /* --- sorting --- */

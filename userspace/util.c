@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Messages, sizes, durations, user names and the terminal.
+ * Messages, sizes, durations, errno names, user names and the terminal.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -140,6 +140,51 @@ const char *fmt_time_ns(char *buf, size_t len, uint64_t ns)
 	if (!localtime_r(&t, &tm) ||
 	    !strftime(buf, len, "%b %d %H:%M:%S", &tm))
 		snprintf(buf, len, "%llu", (unsigned long long)ns);
+	return buf;
+}
+
+/* glibc names errnos from 2.32 on; before, the ones a pin fails with. */
+#ifdef __GLIBC_PREREQ
+#if __GLIBC_PREREQ(2, 32)
+#define HAVE_STRERRORNAME_NP
+#endif
+#endif
+
+#ifdef HAVE_STRERRORNAME_NP
+#define errno_name strerrorname_np
+#else
+static const char *errno_name(int e)
+{
+#define E(name) { name, #name }
+	static const struct {
+		int e;
+		const char *name;
+	} names[] = {
+		E(EPERM), E(EINTR), E(EIO), E(ENXIO), E(EAGAIN), E(ENOMEM),
+		E(EACCES), E(EFAULT), E(EBUSY), E(ENODEV), E(EINVAL),
+		E(ENOSPC), E(ERANGE), E(EOVERFLOW), E(EOPNOTSUPP),
+	};
+#undef E
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(names); i++)
+		if (names[i].e == e)
+			return names[i].name;
+	return NULL;
+}
+#endif
+
+/* An errno by its name: ENOMEM; "errno 4095" when it has none; 0: "-". */
+const char *fmt_errno(char *buf, size_t len, uint64_t v)
+{
+	const char *name = v && v < INT_MAX ? errno_name((int)v) : NULL;
+
+	if (!v)
+		snprintf(buf, len, "-");
+	else if (name)
+		snprintf(buf, len, "%s", name);
+	else
+		snprintf(buf, len, "errno %llu", (unsigned long long)v);
 	return buf;
 }
 

@@ -163,6 +163,11 @@ golden_tests() {
 	golden json-pin basic -j pin
 	golden json-limit basic -p limit
 	golden json-events basic -j events
+	COLUMNS=200 golden events-failures mistakes events
+	golden json-events-failures mistakes -j events
+	golden status-failures mistakes status
+	COLUMNS=200 golden proc-failures mistakes proc
+	golden export-failures mistakes export prometheus
 	STATUS=1 golden doctor mistakes doctor
 	STATUS=1 golden json-doctor mistakes -p doctor
 	golden doctor-clean clean doctor
@@ -247,13 +252,33 @@ json_tests() {
 	run "$snaps/basic" -j events
 	check "json: events in order, lost reported" json_is \
 		'[e.get("seq") for e in d] == [0, 1, None, 5, 6] and d[2] == {"lost": 3} and d[3]["scope"] == "cgroup:/system.slice/perftest runs.service"'
+	check "json: events of a module without errno: none given" json_is \
+		'not any("errno" in e for e in d)'
+	run "$snaps/mistakes" -j events
+	check "json: failures: cause, VmPin, RLIMIT_MEMLOCK (unlimited is null), errno" json_is \
+		'[(e["pid"], e["key"], e["asked"], e["usage"], e["limit"], e["errno"]) for e in d if e.get("action") == "fail"][:3] == [(212, "memlock", 8454144, 8388608, 8388608, 12), (212, "memlock", 8454144, 8388608, 8388608, 12), (77, "unmapped", 2097152, 12884897792, None, 14)] and [e["errno"] for e in d if e.get("action") in ("deny", "warn")][:4] == [0, 0, 0, 12]'
+	run "$snaps/future" -j events
+	check "json: events with errno and a column after it" json_is \
+		'[e.get("errno") for e in d] == [12, 0, None, 12, 12]'
+	run "$snaps/mistakes" -j status
+	check "json: status: failures where the module counts them" json_is \
+		'd["failures_total"] == 13 and d["denials_total"] == 5'
+	run "$snaps/basic" -j status
+	check "json: status: no failures from a module that does not count them" json_is \
+		'"failures_total" not in d and d["denials_total"] == 5'
+	run "$snaps/mistakes" -j proc
+	check "json: proc: failures per process" json_is \
+		'{p["pid"]: p["failures"] for p in d if p["failures"]} == {4242: 1, 77: 1, 9: 1, 31337: 1}'
+	run "$snaps/basic" -j proc
+	check "json: proc: no failures from a module without the column" json_is \
+		'not any("failures" in p for p in d) and d[0]["denials"] == 3'
 }
 
 # --- doctor: every kind of finding, worst first; exit 1; nothing: exit 0;
 # failed: exit 2 ---
 
 doctor_tests() {
-	local kinds='global-limit mr-table stack denied leak-exit 4k-pages churn oversized over-limit misaligned misaligned-2m leak-suspect'
+	local kinds='global-limit mr-table stack denied failed leak-exit 4k-pages churn oversized over-limit misaligned misaligned-2m leak-suspect'
 	run "$snaps/mistakes" -j doctor
 	check "doctor: mistakes exit 1, valid JSON" eval 'clean && [ $rc = 1 ] && json_valid'
 	check "doctor: every kind of finding" json_is \
@@ -261,7 +286,7 @@ doctor_tests() {
 	check "doctor: worst first (high, medium, low)" json_is \
 		'[f["severity"] for f in d] == sorted((f["severity"] for f in d), key=["high", "medium", "low"].index)'
 	check "doctor: the order of the kinds within a severity" json_is \
-		'[f["kind"] for f in d if f["severity"] == "high"] == ["global-limit", "mr-table", "stack", "stack", "denied", "denied", "denied"]'
+		'[f["kind"] for f in d if f["severity"] == "high"] == ["global-limit", "mr-table", "stack", "stack", "denied", "denied", "denied"] + ["failed"] * 9'
 	check "doctor: every finding has severity, kind, subject, evidence, message, advice" json_is \
 		'all(set(f) == {"severity", "kind", "subject", "evidence", "message", "advice"} and f["advice"] and "; " not in f["message"] for f in d)'
 	check "doctor: stack buffers, exact" json_is \
@@ -278,6 +303,12 @@ doctor_tests() {
 		'd[0]["kind"] == "global-limit" and d[0]["evidence"]["pinned_bytes"] == 49391398912 and d[0]["evidence"]["global_max_pinned"] == 40 << 30 and d[0]["evidence"]["action"] == "warn"'
 	check "doctor: refusals by process and limit; comm and cgroup unescaped" json_is \
 		'[(f["subject"]["comm"], f["evidence"]["scope"], f["evidence"]["key"], f["evidence"]["events"]) for f in d if f["kind"] == "denied"] == [("mrpin_pinner", "process", "max_pinned", 2), ("ib_write_bw", "cgroup:/system.slice/perftest runs.service", "max_pins", 1), ("pin ner", "global", "max_pin_size", 1)]'
+	check "doctor: failures by process and cause, exact" json_is \
+		'[(f["subject"]["pid"], f["evidence"]["cause"], f["evidence"]["errno"], f["evidence"]["events"]) for f in d if f["kind"] == "failed" and f["severity"] == "high"] == [(212, "memlock", 12, 2), (9, "iomem", 14, 1), (77, "unmapped", 14, 1), (4242, "readonly", 14, 1), (6060, "invalid", 22, 1), (6061, "nomem", 12, 1), (6062, "other", 95, 1), (6063, "memlock", 1, 1), (31337, "fault", 14, 1)]'
+	check "doctor: a memlock failure: the limit, VmPin and the asked bytes" json_is \
+		'[(f["evidence"]["asked_bytes"], f["evidence"]["memlock_bytes"], f["evidence"]["vm_pinned_bytes"], f["evidence"]["last_time_ns"]) for f in d if f["kind"] == "failed" and f["subject"].get("pid") == 212] == [(8454144, 8388608, 8388608, 1796006362433497070)] and [f["evidence"]["memlock_bytes"] for f in d if f["kind"] == "failed" and f["subject"].get("pid") == 77] == [None]'
+	check "doctor: the failures the events no longer show, by cause" json_is \
+		'[(f["severity"], f["subject"], f["evidence"]) for f in d if f["kind"] == "failed" and f["subject"]["scope"] == "global"] == [("medium", {"scope": "global"}, {"cause": "memlock", "failures": 3, "failures_total": 6})]'
 	check "doctor: misaligned starts and large pins" json_is \
 		'[(f["kind"], f["subject"]["pid"], f["evidence"]["count"]) for f in d if f["kind"].startswith("misaligned")] == [("misaligned", 153, 1), ("misaligned-2m", 77, 1)]'
 	check "doctor: oversized pins; the healthy process has nothing" json_is \
@@ -286,7 +317,9 @@ doctor_tests() {
 		'sorted(f["evidence"]["which"] for f in d if f["kind"] == "leak-suspect") == ["biggest", "oldest"] and all(f["evidence"]["caller"]["object"] is None and len(f["evidence"]["frames"]) == 4 for f in d if f["kind"] == "leak-suspect")'
 	run "$snaps/mistakes" doctor
 	check "doctor: text, one line a finding with its advice, then the count" eval \
-		'[ $rc = 1 ] && [ "$(grep -c "; " "$out/stdout")" = 21 ] && tail -n1 "$out/stdout" | grep -qx "21 findings: 7 high, 10 medium, 4 low"'
+		'[ $rc = 1 ] && [ "$(grep -c "; " "$out/stdout")" = 31 ] && tail -n1 "$out/stdout" | grep -qx "31 findings: 16 high, 11 medium, 4 low"'
+	check "doctor: a memlock failure in words: the limit, VmPin, where to raise it" grep -qF \
+		"pid 212 (ib_write_bw) could not register 8.1 MiB: RLIMIT_MEMLOCK is 8.0 MiB and VmPin was 8.0 MiB (2 failures, the last at Nov 30 02:39:22); raise RLIMIT_MEMLOCK where the program is started (systemd LimitMEMLOCK=" "$out/stdout"
 	run "$snaps/clean" -j doctor
 	check "doctor: nothing found: exit 0, []" eval 'clean && [ $rc = 0 ] && json_is "d == []"'
 	run "$snaps/clean" doctor
@@ -447,6 +480,11 @@ limit_write_tests() {
 	run "$out/snap" limit set process frobnicate=1 2>/dev/null
 	check "limit set: a learned key goes to the module to check" eval \
 		'[ $rc = 0 ] && [ "$(cat "$out/snap/limits")" = "process frobnicate=1" ]'
+	run "$out/snap" limit set global log_failures=on
+	check "limit set: log_failures, a key of the global rule" eval \
+		'[ $rc = 0 ] && [ "$(cat "$out/snap/limits")" = "global log_failures=on" ]'
+	run "$out/snap" limit set uid root log_failures=on
+	check "limit set: log_failures on another rule" fails_with 2 "'log_failures' is a key of the global rule only"
 	scratch basic
 	run "$out/snap" limit set global frobnicate=1
 	check "limit set: a key the module does not have" fails_with 2 "unknown key 'frobnicate'"
@@ -713,6 +751,15 @@ misc_tests() {
 
 	run "$snaps/basic" export prometheus --per-process
 	check "export: exposition format valid" eval '[ $rc = 0 ] && "$here/promcheck.py" "$out/stdout" >/dev/null'
+	run "$snaps/basic" export prometheus
+	check "export: no failures family from a module that does not count them" eval \
+		'[ $rc = 0 ] && ! grep -q "^mrpin_failures_total" "$out/stdout"'
+	run "$snaps/mistakes" export prometheus --per-process
+	check "export: failures by cause, one family, valid" eval \
+		'[ $rc = 0 ] && "$here/promcheck.py" "$out/stdout" >/dev/null &&
+		 [ "$(grep -c "^# TYPE mrpin_failures_total counter$" "$out/stdout")" = 1 ] &&
+		 [ "$(grep -c "^mrpin_failures_total{cause=\"[a-z]*\"} [0-9]*$" "$out/stdout")" = 8 ] &&
+		 grep -qx "mrpin_failures_total{cause=\"memlock\"} 6" "$out/stdout"'
 	run "$snaps/empty" export prometheus
 	check "export: exposition format valid with nothing pinned" eval '[ $rc = 0 ] && "$here/promcheck.py" "$out/stdout" >/dev/null'
 	mkdir -p "$out/textfile"
@@ -746,6 +793,9 @@ misc_tests() {
 	timeout 1 "$bin" --debugfs "$snaps/basic" -j events --follow >"$out/stdout" 2>"$out/stderr"
 	check "events --follow --json: JSON Lines" eval \
 		'[ "$(wc -l <"$out/stdout")" = 5 ] && python3 -c "import json,sys; [json.loads(l) for l in sys.stdin]" <"$out/stdout"'
+	timeout 1 "$bin" --debugfs "$snaps/mistakes" events --follow >"$out/stdout" 2>"$out/stderr"
+	check "events --follow: failures with their errno" eval \
+		'[ "$(grep -c " fail .* process .* E[A-Z]*$" "$out/stdout")" = 10 ]'
 	run "$snaps/basic" events
 	check "events: lost events told on stderr" eval \
 		'[ $rc = 0 ] && grep -q "3 events were lost" "$out/stderr"'

@@ -71,6 +71,22 @@ static void test_fmt_ms(void)
 	CHECK("fmt_ms_durations", ok);
 }
 
+static void test_fmt_errno(void)
+{
+	static const struct { uint64_t v; const char *s; } t[] = {
+		{ 0, "-" }, { 1, "EPERM" }, { 12, "ENOMEM" }, { 14, "EFAULT" },
+		{ 22, "EINVAL" }, { 75, "EOVERFLOW" }, { 4095, "errno 4095" },
+		{ UINT64_MAX, "errno 18446744073709551615" },
+	};
+	char buf[32];
+	size_t i;
+	bool ok = true;
+
+	for (i = 0; i < ARRAY_SIZE(t); i++)
+		ok &= str_is(fmt_errno(buf, sizeof(buf), t[i].v), t[i].s);
+	CHECK("fmt_errno_names", ok);
+}
+
 static void test_parse_args(void)
 {
 	uint64_t v = 0;
@@ -336,6 +352,9 @@ static void test_grammar(void)
 		{ "global max_pins=1K", "error 1:9: bad value '1K' for max_pins: expected a number of pins or unlimited" },
 		{ "global max_pin_size=5%", "error 1:13: bad value '5%' for max_pin_size: expected bytes with an optional K, M, G or T suffix, or unlimited" },
 		{ "global action=deny", "error 1:7: bad value 'deny' for action: expected enforce or warn" },
+		{ "global log_failures=on callsites=off", "global callsites=off log_failures=on" },
+		{ "global log_failures=1", "error 1:13: bad value '1' for log_failures: expected on or off" },
+		{ "uid 1 log_failures=on", "error 2:0: 'log_failures' is a key of the global rule only" },
 		{ "global max_pinned=1 max_pinned=2", "error 2:0: 'max_pinned' given twice" },
 		{ "global", "error 1:0: expected KEY=VALUE after 'global'" },
 		{ "uid 1", "error 2:0: expected KEY=VALUE or delete after '1'" },
@@ -392,11 +411,12 @@ static void test_policy(void)
 
 int main(void)
 {
-	planned = 19;
+	planned = 20;
 	out_init(false, false);
 	printf("TAP version 13\n1..%d\n", planned);
 	test_fmt_bytes();
 	test_fmt_ms();
+	test_fmt_errno();
 	test_parse_args();
 	test_unescape();
 	test_json();
