@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The `callsites` view: the live pins that have a call site (callsites=on
- * when they were made; diag.c records it in mrpin_callsites), grouped by process and call
- * site, with their count, bytes and the age of the oldest.  A copy of each
- * pin's call site is taken under RCU, sorted, then counted: a diagnostic
- * view, it walks every pin, but never holds the pin path off while it
- * prints.
+ * when they were made; diag.c records it in mrpin_callsites), grouped by
+ * process and call site, with their count, bytes and the age of the
+ * oldest.  A copy of each pin's call site is taken under RCU, sorted,
+ * then counted: a diagnostic view, it walks every pin, but never holds the
+ * pin path off while it prints.
  *
  * Locking: none of its own; RCU while it copies.
  */

@@ -76,9 +76,21 @@ static const char *const mrpin_scope_names[MRPIN_NR_SCOPES] = {
 	MRPIN_SCOPE_NAMES
 };
 
-static const char *const mrpin_event_key_names[MRPIN_NR_EVENT_KEYS] = {
+static const char *const mrpin_event_key_names[MRPIN_EVENT_FAIL] = {
 	MRPIN_EVENT_KEY_NAMES
 };
+
+static const char *const mrpin_fail_cause_names[MRPIN_NR_FAIL_CAUSES] = {
+	MRPIN_FAIL_CAUSE_NAMES
+};
+
+/* The key column: the limit or rule; a failure's cause. */
+static const char *mrpin_event_key(const struct mrpin_violation *v)
+{
+	if (v->key >= MRPIN_EVENT_FAIL)
+		return mrpin_fail_cause_names[v->key - MRPIN_EVENT_FAIL];
+	return mrpin_event_key_names[v->key];
+}
 
 static const char *mrpin_event_action(const struct mrpin_violation *v)
 {
@@ -138,13 +150,13 @@ static void mrpin_report_log(const struct mrpin_violation *v, pid_t pid,
 			mrpin_limit_text(v->limit, limit, sizeof(limit));
 			pr_warn("mrpin: pid %d (%s) uid %u: the kernel refused %llu bytes (errno %d): %s; VmPin %llu, RLIMIT_MEMLOCK %s\n",
 				pid, current->comm, uid, v->asked, v->err,
-				mrpin_event_key_names[v->key], v->usage, limit);
+				mrpin_event_key(v), v->usage, limit);
 			break;
 		}
 		pr_warn("mrpin: pid %d (%s) uid %u: %s %llu bytes: %s %s in use %llu, limit %llu\n",
 			pid, current->comm, uid,
 			v->warn ? "over limit, allowed (warn)" : "refused",
-			v->asked, scope, mrpin_event_key_names[v->key],
+			v->asked, scope, mrpin_event_key(v),
 			v->usage, v->limit);
 	}
 }
@@ -159,7 +171,7 @@ static void mrpin_report_log(const struct mrpin_violation *v, pid_t pid,
  */
 void mrpin_report(const struct mrpin_violation *v)
 {
-	const char *key = mrpin_event_key_names[v->key];
+	const char *key = mrpin_event_key(v);
 	char scope[MRPIN_PATH_MAX + 8];
 	struct mrpin_event *e;
 	pid_t pid = task_tgid_nr(current);
@@ -293,7 +305,7 @@ static bool mrpin_events_fill(struct mrpin_events_reader *r)
 	mrpin_limit_text(e.v.limit, limit, sizeof(limit));
 	r->len += scnprintf(r->buf + r->len, sizeof(r->buf) - r->len,
 			    " %s %llu %llu %s %d\n",
-			    mrpin_event_key_names[e.v.key], e.v.asked,
+			    mrpin_event_key(&e.v), e.v.asked,
 			    e.v.usage, limit, mrpin_event_errno(&e.v));
 	return true;
 }

@@ -84,8 +84,6 @@ enum mrpin_fail_cause {
 	MRPIN_NR_FAIL_CAUSES,
 };
 
-#define MRPIN_NR_EVENT_KEYS	(MRPIN_EVENT_FAIL + MRPIN_NR_FAIL_CAUSES)
-
 #define MRPIN_FAIL_CAUSE_NAMES					\
 	[MRPIN_FAIL_MEMLOCK] = "memlock",			\
 	[MRPIN_FAIL_UNMAPPED] = "unmapped",			\
@@ -96,21 +94,13 @@ enum mrpin_fail_cause {
 	[MRPIN_FAIL_NOMEM] = "nomem",				\
 	[MRPIN_FAIL_OTHER] = "other"
 
-/* The `key` column of `events`. */
+/* The `key` column of `events` (a failure's: its cause's name). */
 #define MRPIN_EVENT_KEY_NAMES					\
 	[MRPIN_MAX_PINNED] = "max_pinned",			\
 	[MRPIN_MAX_PINS] = "max_pins",				\
 	[MRPIN_MAX_PIN_SIZE] = "max_pin_size",			\
 	[MRPIN_EVENT_STACK] = "stack",				\
-	[MRPIN_EVENT_MR_TABLE] = "mr_table",			\
-	[MRPIN_EVENT_FAIL + MRPIN_FAIL_MEMLOCK] = "memlock",	\
-	[MRPIN_EVENT_FAIL + MRPIN_FAIL_UNMAPPED] = "unmapped",	\
-	[MRPIN_EVENT_FAIL + MRPIN_FAIL_READONLY] = "readonly",	\
-	[MRPIN_EVENT_FAIL + MRPIN_FAIL_IOMEM] = "iomem",	\
-	[MRPIN_EVENT_FAIL + MRPIN_FAIL_FAULT] = "fault",	\
-	[MRPIN_EVENT_FAIL + MRPIN_FAIL_INVALID] = "invalid",	\
-	[MRPIN_EVENT_FAIL + MRPIN_FAIL_NOMEM] = "nomem",	\
-	[MRPIN_EVENT_FAIL + MRPIN_FAIL_OTHER] = "other"
+	[MRPIN_EVENT_MR_TABLE] = "mr_table"
 
 /*
  * The keys of the grammar: the limits and the action (every rule), then

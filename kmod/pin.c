@@ -42,8 +42,10 @@
  * records they point to are freed through RCU too, after the pin drops its
  * references.
  *
- * Locking: the tables have their own internal locks; a record is immutable
- * once published.
+ * Locking: the tables have their own internal locks.  A record's owners,
+ * range and id are fixed once published; diag.c sets its facts (the
+ * backing, whether its call site was saved) just after, and the views
+ * read them as they are.
  */
 #include <linux/cgroup.h>
 #include <linux/delay.h>

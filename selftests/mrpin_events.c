@@ -241,9 +241,9 @@ TEST_F_TIMEOUT(events, events_reader_that_fell_behind_is_told_how_many_it_lost, 
 TEST_F(events, denial_fires_the_mrpin_deny_tracepoint)
 {
 	struct limits_test *t = &self->t;
-	char *trace, *line, *next, pat[32];
-	int deny_lines = 0, mine = 0;
 	struct ibv_mr *mr;
+	char pat[32];
+	int mine;
 	char *buf;
 
 	if (access(TRACING "/events", F_OK))
@@ -265,21 +265,9 @@ TEST_F(events, denial_fires_the_mrpin_deny_tracepoint)
 	ASSERT_EQ(0, mrpin_write_file(TRACING "/events/mrpin/mrpin_deny/enable",
 				"0"));
 
-	ASSERT_EQ(0, mrpin_read_file(TRACING "/trace", &trace));
 	snprintf(pat, sizeof(pat), "-%d ", getpid());
-	for (line = trace; line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		if (*line == '#' || !strstr(line, "mrpin_deny:"))
-			continue;
-		deny_lines++;
-		mine += strstr(line, pat) != NULL;
-		TH_LOG("trace: %s", line);
-	}
-	EXPECT_EQ(1, deny_lines);
+	EXPECT_EQ(1, trace_lines("mrpin_deny", pat, &mine));
 	EXPECT_EQ(1, mine);
-	free(trace);
 	munmap(buf, 2 * PAGE);
 }
 

@@ -33,8 +33,6 @@ FIXTURE_SETUP(failure)
 
 FIXTURE_TEARDOWN(failure)
 {
-	if (self->t.tracing)
-		mrpin_write_file(TRACING "/events/mrpin/mrpin_fail/enable", "0");
 	test_teardown(&self->t);
 }
 
@@ -283,8 +281,8 @@ TEST_F(failure, refusal_by_mrpin_is_not_a_failure)
 /* 7. A failure fires mrpin:mrpin_fail with its cause and errno. */
 TEST_F(failure, failure_fires_the_mrpin_fail_tracepoint)
 {
-	char *trace, *line, *next, pat[48], why[128];
-	int lines = 0, mine = 0;
+	char pat[48], why[128];
+	int mine;
 	void *io;
 
 	if (access(TRACING "/events", F_OK))
@@ -301,22 +299,10 @@ TEST_F(failure, failure_fires_the_mrpin_fail_tracepoint)
 	ASSERT_EQ(0, mrpin_write_file(TRACING "/events/mrpin/mrpin_fail/enable",
 				      "0"));
 
-	ASSERT_EQ(0, mrpin_read_file(TRACING "/trace", &trace));
 	snprintf(pat, sizeof(pat), "pid=%d cause=iomem errno=%d ", getpid(),
 		 EFAULT);
-	for (line = trace; line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		if (*line == '#' || !strstr(line, "mrpin_fail:"))
-			continue;
-		lines++;
-		mine += strstr(line, pat) != NULL;
-		TH_LOG("trace: %s", line);
-	}
-	EXPECT_EQ(1, lines);
+	EXPECT_EQ(1, trace_lines("mrpin_fail", pat, &mine));
 	EXPECT_EQ(1, mine);
-	free(trace);
 	munmap(io, PAGE);
 }
 

@@ -605,6 +605,37 @@ static inline void __mkcg(struct __test_metadata *_metadata,
 
 #define test_setup(t) fixture_setup(&(t)->f)
 
+/*
+ * The lines tracepoint mrpin:@event left in the trace buffer: their
+ * number, and in *@matching how many hold @pat; each is logged.
+ */
+static inline int __trace_lines(struct __test_metadata *_metadata,
+				const char *event, const char *pat,
+				int *matching)
+{
+	char *trace, *line, *next, tag[64];
+	int n = 0;
+
+	*matching = 0;
+	snprintf(tag, sizeof(tag), "%s:", event);
+	if (mrpin_read_file(TRACING "/trace", &trace))
+		return -1;
+	for (line = trace; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (*line == '#' || !strstr(line, tag))
+			continue;
+		n++;
+		*matching += strstr(line, pat) != NULL;
+		TH_LOG("trace: %s", line);
+	}
+	free(trace);
+	return n;
+}
+#define trace_lines(event, pat, matching)				\
+	__trace_lines(_metadata, event, pat, matching)
+
 /* Only EXPECT_*() without handler blocks here (see mrpin_test.h). */
 static inline void __test_teardown(struct __test_metadata *_metadata,
 				   struct limits_test *t)
@@ -615,6 +646,7 @@ static inline void __test_teardown(struct __test_metadata *_metadata,
 		helper_kill(&t->h[i]);
 	if (t->tracing) {
 		mrpin_write_file(TRACING "/events/mrpin/mrpin_deny/enable", "0");
+		mrpin_write_file(TRACING "/events/mrpin/mrpin_fail/enable", "0");
 		mrpin_write_file(TRACING "/trace", "");
 	}
 	fixture_close(&t->f);

@@ -128,7 +128,7 @@ static size_t gen_value(unsigned int key, char *out)
 		return sprintf(out, "%s", rnd_n(2) ? "warn" : "enforce");
 	if (!strcmp(name, "stack"))
 		return sprintf(out, "%s", rnd_n(3) ? rnd_n(2) ? "allow" : "deny" : "warn");
-	if (!strcmp(name, "callsites"))
+	if (keys[key].takes & T_SWITCH)
 		return sprintf(out, "%s", rnd_n(2) ? "on" : "off");
 	if (!strcmp(name, "mr_table_warn"))
 		return sprintf(out, "%u%%", rnd_n(101));
