@@ -586,7 +586,7 @@ void mrpin_deny(struct mrpin_proc *proc, const struct mrpin_violation *v)
 /**
  * mrpin_fail() - count a pin the kernel refused and report it
  * @proc: the process whose pin failed, when mrpin tracks it; or NULL
- * @v: why (v->failed set, v->key MRPIN_EVENT_FAIL plus the cause)
+ * @v: why (v->key MRPIN_EVENT_FAIL plus the cause)
  *
  * Context: process context (the registering task); does not sleep.
  */

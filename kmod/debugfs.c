@@ -73,10 +73,6 @@ static int devices_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(devices);
 
-static const char *const mrpin_fail_cause_names[MRPIN_NR_FAIL_CAUSES] = {
-	MRPIN_FAIL_CAUSE_NAMES
-};
-
 static int stats_show(struct seq_file *m, void *v)
 {
 	const struct mrpin_stats *s = &mrpin_stats;
@@ -115,7 +111,7 @@ static int stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "failures_total %lld\n", failures);
 	for (cause = 0; cause < MRPIN_NR_FAIL_CAUSES; cause++)
 		seq_printf(m, "failures_%s_total %lld\n",
-			   mrpin_fail_cause_names[cause],
+			   mrpin_fail_cause_name(cause),
 			   atomic64_read(&s->failures_total[cause]));
 	seq_printf(m, "ram_bytes %llu\n", mrpin_ram_bytes());
 	return 0;

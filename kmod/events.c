@@ -84,23 +84,34 @@ static const char *const mrpin_fail_cause_names[MRPIN_NR_FAIL_CAUSES] = {
 	MRPIN_FAIL_CAUSE_NAMES
 };
 
+/**
+ * mrpin_fail_cause_name() - a failure's cause, as events and stats name it
+ * @cause: the cause
+ *
+ * Return: its name.
+ */
+const char *mrpin_fail_cause_name(enum mrpin_fail_cause cause)
+{
+	return mrpin_fail_cause_names[cause];
+}
+
 /* The key column: the limit or rule; a failure's cause. */
 static const char *mrpin_event_key(const struct mrpin_violation *v)
 {
 	if (v->key >= MRPIN_EVENT_FAIL)
-		return mrpin_fail_cause_names[v->key - MRPIN_EVENT_FAIL];
+		return mrpin_fail_cause_name(v->key - MRPIN_EVENT_FAIL);
 	return mrpin_event_key_names[v->key];
 }
 
 static const char *mrpin_event_action(const struct mrpin_violation *v)
 {
-	return v->failed ? "fail" : v->warn ? "warn" : "deny";
+	return mrpin_violation_failed(v) ? "fail" : v->warn ? "warn" : "deny";
 }
 
 /* The errno the event's pin got: positive, 0 when it was allowed. */
 static int mrpin_event_errno(const struct mrpin_violation *v)
 {
-	return v->failed ? v->err : v->warn ? 0 : ENOMEM;
+	return mrpin_violation_failed(v) ? v->err : v->warn ? 0 : ENOMEM;
 }
 
 /* A limit in bytes, or "unlimited" (a failure's RLIMIT_MEMLOCK). */
@@ -146,7 +157,7 @@ static void mrpin_report_log(const struct mrpin_violation *v, pid_t pid,
 			v->path, v->usage, v->limit);
 		break;
 	default:
-		if (v->failed) {
+		if (mrpin_violation_failed(v)) {
 			mrpin_limit_text(v->limit, limit, sizeof(limit));
 			pr_warn("mrpin: pid %d (%s) uid %u: the kernel refused %llu bytes (errno %d): %s; VmPin %llu, RLIMIT_MEMLOCK %s\n",
 				pid, current->comm, uid, v->asked, v->err,
@@ -164,7 +175,7 @@ static void mrpin_report_log(const struct mrpin_violation *v, pid_t pid,
 /**
  * mrpin_report() - tell that a pin crossed a limit, or failed
  * @v: the limit crossed, v->warn saying whether the pin was allowed; or
- *     why the kernel refused it (v->failed)
+ *     why the kernel refused it (mrpin_violation_failed())
  *
  * Context: process context (the registering task), may be under
  * rcu_read_lock(); does not sleep.
@@ -180,7 +191,7 @@ void mrpin_report(const struct mrpin_violation *v)
 	mrpin_scope_text(v, scope, sizeof(scope));
 	if (!v->quiet && __ratelimit(&mrpin_report_rs))
 		mrpin_report_log(v, pid, uid, scope);
-	if (v->failed)
+	if (mrpin_violation_failed(v))
 		trace_mrpin_fail(pid, key, v->err, v->asked, v->usage,
 				 v->limit);
 	else

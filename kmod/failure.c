@@ -105,11 +105,10 @@ void mrpin_fail_explain(struct mrpin_proc *proc, unsigned long addr,
 	bool wraps;
 	struct mrpin_violation v = {
 		.scope = MRPIN_SCOPE_PROCESS,
-		.failed = true,
 		.err = -err,
 	};
 
-	wraps = addr + size < addr || PAGE_ALIGN(addr + size) < addr + size;
+	wraps = mrpin_range_wraps(addr, size);
 	pages = wraps ? 0 : mrpin_pin_bytes(addr, size) >> PAGE_SHIFT;
 	vm_pinned = atomic64_read(&mm->pinned_vm);
 

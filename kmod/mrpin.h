@@ -333,14 +333,14 @@ struct mrpin_limits {
  * @id:		uid or cgroup id for those scopes
  * @path:	the cgroup rule's path (cgroup scope); the device's name
  *		(device scope)
- * @key:	the limit crossed (enum mrpin_limit_key)
+ * @key:	the limit crossed (enum mrpin_limit_key); MRPIN_EVENT_FAIL
+ *		plus the cause when the kernel refused the pin (failure.c),
+ *		with @usage the process's VmPin and @limit its RLIMIT_MEMLOCK,
+ *		in bytes
  * @asked:	the pin's bytes
  * @usage:	use before the pin, in the key's unit
  * @limit:	the limit, in the key's unit
  * @warn:	the rule is in warn mode: the pin was allowed
- * @failed:	not a limit: the kernel refused the pin (failure.c); @key is
- *		MRPIN_EVENT_FAIL plus the cause, @usage the process's VmPin
- *		and @limit its RLIMIT_MEMLOCK, in bytes
  * @err:	the errno the pin failed with (positive); 0 for a limit
  * @quiet:	not for the kernel log (a failure, without log_failures=on)
  */
@@ -353,10 +353,15 @@ struct mrpin_violation {
 	u64 usage;
 	u64 limit;
 	bool warn;
-	bool failed;
 	bool quiet;
 	int err;
 };
+
+/* Not a limit crossed: the kernel refused the pin (failure.c). */
+static inline bool mrpin_violation_failed(const struct mrpin_violation *v)
+{
+	return v->key >= MRPIN_EVENT_FAIL;
+}
 
 int mrpin_account_init(void);
 void mrpin_account_exit(void);
@@ -470,6 +475,19 @@ void mrpin_pin_failed(struct mrpin_pin *pin, unsigned long addr, size_t size,
 struct mrpin_pin *mrpin_pin_unpublish(struct ib_umem *umem, bool *cleanup);
 void mrpin_pin_released(struct mrpin_pin *pin, bool cleanup);
 unsigned long mrpin_pin_caller(const struct mrpin_pin *pin);
+
+/**
+ * mrpin_range_wraps() - whether a user range is one ib_umem_get() refuses
+ * @start: user address
+ * @length: length in bytes
+ *
+ * Return: true when the range, or its end rounded up to a page, wraps.
+ */
+static inline bool mrpin_range_wraps(unsigned long start, size_t length)
+{
+	return start + length < start ||
+	       PAGE_ALIGN(start + length) < start + length;
+}
 
 /**
  * mrpin_pin_bytes() - bytes a pin charges to mm->pinned_vm
@@ -594,6 +612,7 @@ void mrpin_fail_explain(struct mrpin_proc *proc, unsigned long addr,
 int mrpin_events_init(void);
 void mrpin_events_exit(void);
 void mrpin_report(const struct mrpin_violation *v);
+const char *mrpin_fail_cause_name(enum mrpin_fail_cause cause);
 extern const struct file_operations mrpin_events_fops;
 
 /* diag.c: facts about each pin, computed once */

@@ -176,7 +176,7 @@ static struct mrpin_pin *mrpin_pin_nomem(void)
  */
 static bool mrpin_pin_ours(unsigned long addr, size_t size)
 {
-	if (!size || addr + size < addr || PAGE_ALIGN(addr + size) < addr + size)
+	if (!size || mrpin_range_wraps(addr, size))
 		return false;
 	return current->mm;
 }

@@ -109,15 +109,19 @@ static int mrpin_parse_count(const char *s, u64 *val)
 	return ret ? ret : *end ? -EINVAL : 0;
 }
 
+static const char *const mrpin_on_off[] = { MRPIN_ON_OFF_NAMES };
+
 /* "on" or "off" into *@flag. */
 static int mrpin_parse_on_off(const char *s, bool *flag, const char **why)
 {
-	if (!strcmp(s, "on") || !strcmp(s, "off")) {
-		*flag = s[1] == 'n';
-		return 0;
+	int i = match_string(mrpin_on_off, ARRAY_SIZE(mrpin_on_off), s);
+
+	if (i < 0) {
+		*why = "bad value";
+		return -EINVAL;
 	}
-	*why = "bad value";
-	return -EINVAL;
+	*flag = i;
+	return 0;
 }
 
 /**
@@ -529,6 +533,6 @@ void mrpin_print_limits(struct seq_file *m, const struct mrpin_limits *lim,
 	seq_printf(m, " stack=%s oversize=", mrpin_stack_actions[lim->stack]);
 	mrpin_seq_size(m, lim->oversize);
 	seq_printf(m, " mr_table_warn=%u%% callsites=%s log_failures=%s",
-		   lim->mr_table_pct, lim->callsites ? "on" : "off",
-		   lim->log_failures ? "on" : "off");
+		   lim->mr_table_pct, mrpin_on_off[lim->callsites],
+		   mrpin_on_off[lim->log_failures]);
 }
