@@ -105,6 +105,7 @@ static struct mrpin_proc *mrpin_proc_alloc(struct mm_struct *mm)
 		return NULL;
 	memset(proc, 0, sizeof(*proc));
 	atomic_set(&proc->ref, 1);
+	mutex_init(&proc->union_lock);
 	spin_lock_init(&proc->lock);
 	proc->mm = mm;
 	mmgrab(mm);
@@ -125,6 +126,8 @@ static void mrpin_proc_free_rcu(struct rcu_head *rcu)
 
 static void mrpin_proc_free(struct mrpin_proc *proc)
 {
+	/* Every pin took its range out of the union (distinct.c). */
+	WARN_ON_ONCE(!RB_EMPTY_ROOT(&proc->points));
 	mmdrop(proc->mm);
 	if (proc->cgrp)
 		cgroup_put(proc->cgrp);
@@ -467,17 +470,19 @@ static bool mrpin_counter_try_sub(atomic64_t *counter, u64 n)
 }
 
 /*
- * Take one pin of @bytes off @c.  Never below zero: an uncharge of what
- * was not charged is a bug, warned of once (as misc_cg_cancel_charge()
- * does), and the counter stays at zero rather than wrapping round to
- * refuse every pin after it.
+ * Take one pin of @bytes (@distinct of them new to its address space) off
+ * @c.  Never below zero: an uncharge of what was not charged is a bug,
+ * warned of once (as misc_cg_cancel_charge() does), and the counter stays
+ * at zero rather than wrapping round to refuse every pin after it.
  */
-static void mrpin_counter_sub(struct mrpin_counter *c, u64 bytes)
+static void mrpin_counter_sub(struct mrpin_counter *c, u64 bytes,
+			      u64 distinct)
 {
 	bool pins_ok = mrpin_counter_try_sub(&c->pins, 1);
 	bool bytes_ok = mrpin_counter_try_sub(&c->pinned_bytes, bytes);
+	bool distinct_ok = mrpin_counter_try_sub(&c->distinct_bytes, distinct);
 
-	WARN_ONCE(!pins_ok || !bytes_ok,
+	WARN_ONCE(!pins_ok || !bytes_ok || !distinct_ok,
 		  "mrpin: uncharge of %llu bytes below zero\n", bytes);
 }
 
@@ -508,57 +513,68 @@ static bool mrpin_counter_try_add(atomic64_t *counter, u64 n, u64 max,
 	return true;
 }
 
-static void mrpin_counter_add(struct mrpin_counter *c, u64 bytes)
+static void mrpin_counter_add(struct mrpin_counter *c, u64 bytes,
+			      u64 distinct)
 {
 	atomic64_inc(&c->pins);
 	atomic64_add(bytes, &c->pinned_bytes);
+	atomic64_add(distinct, &c->distinct_bytes);
 }
 
 /*
  * Charge one level within its rule.  Return false when an enforced limit
  * would be crossed (described in *v): the level is then left uncharged.  A
  * limit crossed in warn mode is reported and counted here, and the level is
- * charged all the same.  Called under rcu_read_lock(), which keeps the
- * policy the limits come from.
+ * charged all the same.  max_pinned bounds the pinned bytes, or the
+ * distinct bytes under count=distinct; the other is charged unchecked.
+ * Called under rcu_read_lock(), which keeps the policy the limits come
+ * from.
  */
 static bool mrpin_level_try_charge(struct mrpin_counter *c,
 				   enum mrpin_scope scope, u64 id, u64 bytes,
-				   struct mrpin_violation *v)
+				   u64 distinct, struct mrpin_violation *v)
 {
 	const struct mrpin_limits *lim;
+	atomic64_t *counted, *other;
 	const char *path = NULL;
-	u64 usage;
+	u64 asked, rest, usage;
 
 	lim = mrpin_policy_limits(scope, id, &path);
 	if (!lim) {
-		mrpin_counter_add(c, bytes);
+		mrpin_counter_add(c, bytes, distinct);
 		return true;
 	}
+	counted = lim->distinct ? &c->distinct_bytes : &c->pinned_bytes;
+	other = lim->distinct ? &c->pinned_bytes : &c->distinct_bytes;
+	asked = lim->distinct ? distinct : bytes;
+	rest = lim->distinct ? bytes : distinct;
 
+	v->asked = bytes;
 	if (bytes > lim->max[MRPIN_MAX_PIN_SIZE]) {
 		v->key = MRPIN_MAX_PIN_SIZE;
 		v->usage = bytes;
-	} else if (!mrpin_counter_try_add(&c->pinned_bytes, bytes,
+	} else if (!mrpin_counter_try_add(counted, asked,
 					  lim->max[MRPIN_MAX_PINNED], &usage)) {
 		v->key = MRPIN_MAX_PINNED;
+		v->asked = asked;
 		v->usage = usage;
 	} else if (!mrpin_counter_try_add(&c->pins, 1, lim->max[MRPIN_MAX_PINS],
 					  &usage)) {
-		atomic64_sub(bytes, &c->pinned_bytes);
+		atomic64_sub(asked, counted);
 		v->key = MRPIN_MAX_PINS;
 		v->usage = usage;
 	} else {
+		atomic64_add(rest, other);
 		return true;
 	}
 	v->scope = scope;
 	v->id = id;
 	strscpy(v->path, path ? path : "", sizeof(v->path));
-	v->asked = bytes;
 	v->limit = lim->max[v->key];
 	v->warn = lim->warn;
 	if (!v->warn)
 		return false;
-	mrpin_counter_add(c, bytes);
+	mrpin_counter_add(c, bytes, distinct);
 	atomic64_inc(&mrpin_stats.warnings_total);
 	mrpin_report(v);
 	return true;
@@ -605,16 +621,20 @@ void mrpin_fail(struct mrpin_proc *proc, const struct mrpin_violation *v)
  * mrpin_try_charge() - charge a pin about to be made, within every limit
  * @c: the pin's owners (proc, user, cg) and device
  * @bytes: the bytes it pins
+ * @distinct: the bytes it adds to its address space's union (distinct.c)
  * @cgrp: the cgroup the pin is made in, held by the caller
  *
  * Charges the machine, the process, the user and the cgroup chain, each
  * checked against its rule; the first enforced limit crossed rolls back
- * exactly what was charged and refuses the pin, which is reported.
+ * exactly what was charged and refuses the pin, which is reported.  The
+ * distinct bytes go to the machine and the process only: the union is per
+ * address space, and a process's pins may be charged to several users and
+ * cgroups.
  *
  * Context: process context.
  * Return: 0, or -ENOMEM when the pin is refused.
  */
-int mrpin_try_charge(const struct mrpin_charge *c, u64 bytes,
+int mrpin_try_charge(const struct mrpin_charge *c, u64 bytes, u64 distinct,
 		     struct cgroup *cgrp)
 {
 	struct mrpin_proc *proc = c->proc;
@@ -626,28 +646,28 @@ int mrpin_try_charge(const struct mrpin_charge *c, u64 bytes,
 	/* level: how many levels are charged, for the rollback. */
 	rcu_read_lock();
 	if (!mrpin_level_try_charge(&mrpin_stats.usage, MRPIN_SCOPE_GLOBAL, 0,
-				    bytes, &v))
+				    bytes, distinct, &v))
 		goto rollback;
 	level++;
 	if (!mrpin_level_try_charge(&proc->usage, MRPIN_SCOPE_PROCESS,
-				    proc->tgid, bytes, &v))
+				    proc->tgid, bytes, distinct, &v))
 		goto rollback;
 	level++;
 	if (!mrpin_level_try_charge(&c->user->usage, MRPIN_SCOPE_UID,
 				    from_kuid(&init_user_ns, c->user->uid),
-				    bytes, &v))
+				    bytes, 0, &v))
 		goto rollback;
 	level++;
 	for (cg = c->cg; cg; cg = cg->parent) {
 		if (!mrpin_level_try_charge(&cg->usage, MRPIN_SCOPE_CGROUP,
-					    cg->id, bytes, &v)) {
+					    cg->id, bytes, 0, &v)) {
 			failed_cg = cg;
 			goto rollback;
 		}
 	}
 	rcu_read_unlock();
 
-	mrpin_counter_add(&c->dev->usage, bytes);
+	mrpin_counter_add(&c->dev->usage, bytes, 0);
 
 	spin_lock(&proc->lock);
 	proc->memlock = rlimit(RLIMIT_MEMLOCK);
@@ -663,13 +683,13 @@ int mrpin_try_charge(const struct mrpin_charge *c, u64 bytes,
 
 rollback:
 	if (level >= 1)
-		mrpin_counter_sub(&mrpin_stats.usage, bytes);
+		mrpin_counter_sub(&mrpin_stats.usage, bytes, distinct);
 	if (level >= 2)
-		mrpin_counter_sub(&proc->usage, bytes);
+		mrpin_counter_sub(&proc->usage, bytes, distinct);
 	if (level >= 3)
-		mrpin_counter_sub(&c->user->usage, bytes);
+		mrpin_counter_sub(&c->user->usage, bytes, 0);
 	for (cg = c->cg; level >= 3 && cg != failed_cg; cg = cg->parent)
-		mrpin_counter_sub(&cg->usage, bytes);
+		mrpin_counter_sub(&cg->usage, bytes, 0);
 	rcu_read_unlock();
 
 	mrpin_deny(proc, &v);
@@ -701,22 +721,24 @@ void mrpin_count_registration(const struct mrpin_charge *c)
  * mrpin_uncharge() - take a pin back from every owner
  * @c: the owners and device mrpin_try_charge() charged
  * @bytes: the bytes it charged
+ * @distinct: the bytes its address space's union lost with it
  * @released: true for the release of a registered pin, false for the
  *	rollback of a pin that failed
  *
  * Context: any context.
  */
-void mrpin_uncharge(const struct mrpin_charge *c, u64 bytes, bool released)
+void mrpin_uncharge(const struct mrpin_charge *c, u64 bytes, u64 distinct,
+		    bool released)
 {
 	struct mrpin_proc *proc = c->proc;
 	struct mrpin_cg *cg;
 
-	mrpin_counter_sub(&mrpin_stats.usage, bytes);
-	mrpin_counter_sub(&proc->usage, bytes);
-	mrpin_counter_sub(&c->user->usage, bytes);
+	mrpin_counter_sub(&mrpin_stats.usage, bytes, distinct);
+	mrpin_counter_sub(&proc->usage, bytes, distinct);
+	mrpin_counter_sub(&c->user->usage, bytes, 0);
 	for (cg = c->cg; cg; cg = cg->parent)
-		mrpin_counter_sub(&cg->usage, bytes);
-	mrpin_counter_sub(&c->dev->usage, bytes);
+		mrpin_counter_sub(&cg->usage, bytes, 0);
+	mrpin_counter_sub(&c->dev->usage, bytes, 0);
 	if (released) {
 		spin_lock(&proc->lock);
 		proc->releases++;

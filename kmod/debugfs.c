@@ -82,6 +82,8 @@ static int stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "pins %lld\n", atomic64_read(&s->usage.pins));
 	seq_printf(m, "pinned_bytes %lld\n",
 		   atomic64_read(&s->usage.pinned_bytes));
+	seq_printf(m, "distinct_bytes %lld\n",
+		   atomic64_read(&s->usage.distinct_bytes));
 	seq_printf(m, "peak_pinned_bytes %lld\n",
 		   atomic64_read(&s->peak_pinned_bytes));
 	seq_printf(m, "pins_total %lld\n", atomic64_read(&s->pins_total));
@@ -130,8 +132,8 @@ static void mrpin_seq_limit(struct seq_file *m, u64 bytes)
 static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 			    char *path, size_t path_len)
 {
-	u64 pins, bytes, peak, memlock, denials, failures, b2m, b1g, stack;
-	u64 cleanup;
+	u64 pins, bytes, distinct, peak, memlock, denials, failures, b2m, b1g;
+	u64 stack, cleanup;
 	u64 regs, rate, elapsed, now = local_clock();
 	u32 hist[MRPIN_LIFE_BUCKETS];
 	struct cgroup *cgrp;
@@ -139,6 +141,7 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 
 	pins = atomic64_read(&proc->usage.pins);
 	bytes = atomic64_read(&proc->usage.pinned_bytes);
+	distinct = atomic64_read(&proc->usage.distinct_bytes);
 	spin_lock(&proc->lock);
 	peak = proc->peak_bytes;
 	memlock = proc->memlock;
@@ -176,7 +179,7 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 	seq_escape(m, proc->comm, MRPIN_ESCAPE);
 	seq_printf(m, " %u ", from_kuid_munged(&init_user_ns, proc->uid));
 	seq_escape(m, path, MRPIN_ESCAPE);
-	seq_printf(m, " %llu %llu %llu %llu", pins, bytes, peak,
+	seq_printf(m, " %llu %llu %llu %llu %llu", pins, bytes, distinct, peak,
 		   mrpin_proc_vm_pinned_bytes(proc));
 	mrpin_seq_limit(m, memlock);
 	seq_printf(m, " %llu %llu %llu %llu %llu %llu %llu %llu %llu ", denials,
@@ -195,7 +198,7 @@ static int procs_show(struct seq_file *m, void *v)
 	path = kmalloc(PATH_MAX, GFP_KERNEL);
 	if (!path)
 		return -ENOMEM;
-	seq_puts(m, "# pid comm uid cgroup pins pinned_bytes peak_bytes vm_pinned_bytes memlock_bytes denials failures bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist\n");
+	seq_puts(m, "# pid comm uid cgroup pins pinned_bytes distinct_bytes peak_bytes vm_pinned_bytes memlock_bytes denials failures bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist\n");
 	/*
 	 * Under RCU, never mrpin_owners_lock: a reader of a long table must
 	 * not hold off the first pin of a new process.  A reference keeps a

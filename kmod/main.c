@@ -24,9 +24,12 @@ static int __init mrpin_init(void)
 	ret = mrpin_account_init();
 	if (ret)
 		goto err_events;
-	ret = mrpin_pin_init();
+	ret = mrpin_distinct_init();
 	if (ret)
 		goto err_account;
+	ret = mrpin_pin_init();
+	if (ret)
+		goto err_distinct;
 	ret = mrpin_device_init();
 	if (ret)
 		goto err_pin;
@@ -47,6 +50,8 @@ err_debugfs:
 	mrpin_device_exit();
 err_pin:
 	mrpin_pin_exit();
+err_distinct:
+	mrpin_distinct_exit();
 err_account:
 	mrpin_account_exit();
 err_events:
@@ -63,6 +68,7 @@ static void __exit mrpin_exit(void)
 	mrpin_debugfs_exit();
 	mrpin_pin_exit();
 	mrpin_device_exit();
+	mrpin_distinct_exit();
 	mrpin_account_exit();
 	mrpin_events_exit();
 	mrpin_policy_exit();

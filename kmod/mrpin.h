@@ -33,6 +33,11 @@
  *	take a reference with atomic_inc_not_zero(), never from zero, so
  *	they cannot revive a record the reaper is freeing.  The views walk
  *	under RCU and never take it.
+ *   proc->union_lock (mutex)
+ *	the union of a process's pinned ranges (distinct.c), from measuring
+ *	a pin to charging and adding it, and from removing one to uncharging
+ *	it.  Outer to proc->lock and mrpin_events_lock (a charge counts and
+ *	reports); taken without any other mutex.
  *   proc->lock (spinlock)
  *	a process record's bookkeeping (struct mrpin_proc, the fields after
  *	it).  A leaf.
@@ -55,8 +60,8 @@
  *
  * The mutexes are never held together; each spinlock is a leaf but for
  * the two outer/inner pairs named.  The pin path takes no mutex but
- * mrpin_owners_lock, and that only for a new or parked record; the
- * release path takes none.  The pin tables
+ * mrpin_owners_lock, and that only for a new or parked record, and its
+ * process's union_lock; the release path takes only the latter.  The pin tables
  * (rhashtable, xarray) have their own internal locks; counters are
  * atomics; hook.c's percpu_refs are no locks but gate unload.
  */
@@ -68,6 +73,7 @@
 #include <linux/list.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
+#include <linux/rbtree.h>
 #include <linux/rcupdate.h>
 #include <linux/refcount.h>
 #include <linux/rhashtable-types.h>
@@ -90,11 +96,16 @@ struct seq_file;
 /**
  * struct mrpin_counter - what one owner holds: the unit every limit checks
  * @pins:		live pins
- * @pinned_bytes:	bytes pinned by the live pins
+ * @pinned_bytes:	bytes pinned by the live pins, each in full (as
+ *			mm->pinned_vm counts them)
+ * @distinct_bytes:	the union of the live pins' pages in each address
+ *			space, summed (distinct.c); kept for the machine and
+ *			the process only, 0 for the other owners
  */
 struct mrpin_counter {
 	atomic64_t pins;
 	atomic64_t pinned_bytes;
+	atomic64_t distinct_bytes;
 };
 
 /**
@@ -150,6 +161,8 @@ void mrpin_dev_name(struct mrpin_dev *dev, char *buf, size_t len);
  * @uid:	the real uid of the first pinning task
  * @comm:	the process's command name
  * @usage:	live pins and bytes
+ * @union_lock:	protects @points
+ * @points:	the boundaries of the live pins' ranges (distinct.c)
  * @lock:	protects every field below it
  * @cgrp:	the cgroup (v2) of the latest pin, with a reference
  * @peak_bytes:	the highest pinned bytes so far
@@ -187,6 +200,8 @@ struct mrpin_proc {
 	kuid_t uid;
 	char comm[TASK_COMM_LEN];
 	struct mrpin_counter usage;
+	struct mutex union_lock;	/* protects points */
+	struct rb_root points;
 
 	spinlock_t lock;	/* protects the fields below */
 	struct cgroup *cgrp;
@@ -307,6 +322,8 @@ extern struct mrpin_stats mrpin_stats;
  *		(0 otherwise, also for "0%"; see @pct_set)
  * @pct_set:	max_pinned was given as a percentage
  * @warn:	action=warn: allow, log and count instead of refusing
+ * @distinct:	count=distinct (global and process rules): max_pinned bounds
+ *		the counter's distinct_bytes, not its pinned_bytes
  * @stack:	global rule only: enum mrpin_stack_action for stack memory
  * @mr_table_pct: global rule only: warn when a device's MR table is this
  *		full (percent)
@@ -320,6 +337,7 @@ struct mrpin_limits {
 	u8 pct;
 	bool pct_set;
 	bool warn;
+	bool distinct;
 	u8 stack;
 	u8 mr_table_pct;
 	bool callsites;
@@ -531,10 +549,11 @@ static inline u64 mrpin_ram_bytes(void)
 }
 
 /* account.c: charging a pin to every owner, checking each limit */
-int mrpin_try_charge(const struct mrpin_charge *c, u64 bytes,
+int mrpin_try_charge(const struct mrpin_charge *c, u64 bytes, u64 distinct,
 		     struct cgroup *cgrp);
 void mrpin_count_registration(const struct mrpin_charge *c);
-void mrpin_uncharge(const struct mrpin_charge *c, u64 bytes, bool released);
+void mrpin_uncharge(const struct mrpin_charge *c, u64 bytes, u64 distinct,
+		    bool released);
 void mrpin_deny(struct mrpin_proc *proc, const struct mrpin_violation *v);
 void mrpin_fail(struct mrpin_proc *proc, const struct mrpin_violation *v);
 void mrpin_account_pinned_facts(struct mrpin_proc *proc, u64 bytes_2m,
@@ -545,6 +564,16 @@ void mrpin_account_released_facts(struct mrpin_proc *proc, u64 bytes_2m,
 
 /* util.c */
 struct kmem_cache *mrpin_cache_create(const char *name, unsigned int size);
+
+/* distinct.c: the union of the ranges pinned in an address space */
+int mrpin_distinct_init(void);
+void mrpin_distinct_exit(void);
+u64 mrpin_distinct_new_bytes(struct mrpin_proc *proc, unsigned long start,
+			     size_t length);
+int mrpin_distinct_add(struct mrpin_proc *proc, unsigned long start,
+		       size_t length, u64 *added);
+u64 mrpin_distinct_remove(struct mrpin_proc *proc, unsigned long start,
+			  size_t length);
 
 /**
  * enum mrpin_line_op - what a line of the `limits` grammar does
@@ -586,7 +615,7 @@ int mrpin_parse_line(char *line, struct mrpin_line *l, const char **why);
 void mrpin_limits_merge(struct mrpin_limits *lim, const struct mrpin_line *l);
 void mrpin_limits_unlimited(struct mrpin_limits *lim);
 void mrpin_print_limits(struct seq_file *m, const struct mrpin_limits *lim,
-			bool global);
+			enum mrpin_scope scope);
 
 /* params.c: the module parameters */
 void mrpin_params_defaults(struct mrpin_limits *global,

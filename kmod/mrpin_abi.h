@@ -103,14 +103,16 @@ enum mrpin_fail_cause {
 	[MRPIN_EVENT_MR_TABLE] = "mr_table"
 
 /*
- * The keys of the grammar: the limits and the action (every rule), then
- * the global rule's own (MRPIN_KEY_GLOBAL_ONLY and up).
+ * The keys of the grammar: the limits and the action (every rule), what
+ * max_pinned counts (the global and process rules), then the global rule's
+ * own (MRPIN_KEY_GLOBAL_ONLY and up).
  */
 enum mrpin_key {
 	MRPIN_KEY_MAX_PINNED = MRPIN_MAX_PINNED,
 	MRPIN_KEY_MAX_PINS = MRPIN_MAX_PINS,
 	MRPIN_KEY_MAX_PIN_SIZE = MRPIN_MAX_PIN_SIZE,
 	MRPIN_KEY_ACTION = MRPIN_NR_LIMIT_KEYS,
+	MRPIN_KEY_COUNT,
 	MRPIN_KEY_STACK,
 	MRPIN_KEY_OVERSIZE,
 	MRPIN_KEY_MR_TABLE_WARN,
@@ -125,6 +127,7 @@ enum mrpin_key {
 #define MRPIN_KEY_NAME_MAX_PINS		"max_pins"
 #define MRPIN_KEY_NAME_MAX_PIN_SIZE	"max_pin_size"
 #define MRPIN_KEY_NAME_ACTION		"action"
+#define MRPIN_KEY_NAME_COUNT		"count"
 #define MRPIN_KEY_NAME_STACK		"stack"
 #define MRPIN_KEY_NAME_OVERSIZE		"oversize"
 #define MRPIN_KEY_NAME_MR_TABLE_WARN	"mr_table_warn"
@@ -136,6 +139,7 @@ enum mrpin_key {
 	[MRPIN_KEY_MAX_PINS] = MRPIN_KEY_NAME_MAX_PINS,		\
 	[MRPIN_KEY_MAX_PIN_SIZE] = MRPIN_KEY_NAME_MAX_PIN_SIZE,	\
 	[MRPIN_KEY_ACTION] = MRPIN_KEY_NAME_ACTION,		\
+	[MRPIN_KEY_COUNT] = MRPIN_KEY_NAME_COUNT,		\
 	[MRPIN_KEY_STACK] = MRPIN_KEY_NAME_STACK,		\
 	[MRPIN_KEY_OVERSIZE] = MRPIN_KEY_NAME_OVERSIZE,		\
 	[MRPIN_KEY_MR_TABLE_WARN] = MRPIN_KEY_NAME_MR_TABLE_WARN, \
@@ -158,6 +162,14 @@ enum mrpin_stack_action {
 	[MRPIN_STACK_WARN] = "warn",				\
 	[MRPIN_STACK_DENY] = "deny"
 #define MRPIN_ACTION_NAMES "enforce", "warn"
+
+/*
+ * The values of count=: what a rule's max_pinned counts.  registered: every
+ * registration in full, as VmPin and RLIMIT_MEMLOCK do; distinct: the union
+ * of the ranges pinned in each address space, so that memory registered
+ * several times counts once.
+ */
+#define MRPIN_COUNT_NAMES "registered", "distinct"
 #define MRPIN_ON_OFF_NAMES "off", "on"
 
 #endif /* _MRPIN_ABI_H */

@@ -130,6 +130,8 @@ void mrpin_params_defaults(struct mrpin_limits *global,
 
 	mrpin_limits_unlimited(global);
 	mrpin_limits_unlimited(process);
+	/* The global cap is about RAM, which memory registered twice fills once. */
+	global->distinct = true;
 	for (i = 0; i < ARRAY_SIZE(mrpin_params); i++) {
 		param = mrpin_params[i];
 		/* Validated when set: cannot fail. */

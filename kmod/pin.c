@@ -42,7 +42,9 @@
  * records they point to are freed through RCU too, after the pin drops its
  * references.
  *
- * Locking: the tables have their own internal locks.  A record's owners,
+ * Locking: the tables have their own internal locks; the owning process's
+ * union_lock covers a pin's place in the union of its ranges together with
+ * its charge (distinct.c).  A record's owners,
  * range and id are fixed once published; diag.c sets its facts (the
  * backing, whether its call site was saved) just after, and the views
  * read them as they are.
@@ -189,8 +191,9 @@ static bool mrpin_pin_ours(unsigned long addr, size_t size)
  * @caller: the return address into the kernel function that asked
  *
  * In order: the record, its owners and device (each with a reference),
- * then the two decisions, the stack rule and the limits (the
- * charge).  A failure unwinds what was taken, in reverse order.
+ * then the two decisions, the stack rule and the limits (the charge), and
+ * the range's place in its address space's union (distinct.c).  A failure
+ * unwinds what was taken, in reverse order.
  *
  * Context: process context (the registering task), may sleep.
  * Return: a record to pass to mrpin_pin_record() or mrpin_pin_abort();
@@ -203,6 +206,7 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 				    unsigned long addr, size_t size,
 				    unsigned long caller)
 {
+	u64 bytes = mrpin_pin_bytes(addr, size), distinct, added;
 	struct mrpin_charge *c;
 	struct mrpin_pin *pin;
 	struct mrpin_dev *dev;
@@ -243,9 +247,20 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 	ret = mrpin_diag_prepare(pin);
 	if (ret)
 		goto err_refused;
-	ret = mrpin_try_charge(c, mrpin_pin_bytes(addr, size), cgrp);
-	if (ret)
+	mutex_lock(&c->proc->union_lock);
+	distinct = mrpin_distinct_new_bytes(c->proc, addr, size);
+	ret = mrpin_try_charge(c, bytes, distinct, cgrp);
+	if (ret) {
+		mutex_unlock(&c->proc->union_lock);
 		goto err_refused;
+	}
+	if (mrpin_distinct_add(c->proc, addr, size, &added)) {
+		mrpin_uncharge(c, bytes, distinct, false);
+		mutex_unlock(&c->proc->union_lock);
+		goto err_nomem_charged;
+	}
+	mutex_unlock(&c->proc->union_lock);
+	WARN_ON_ONCE(added != distinct);
 	cgroup_put(cgrp);
 	pin->id = atomic64_inc_return(&mrpin_pin_last_id);
 	return pin;
@@ -254,6 +269,11 @@ err_refused:
 	cgroup_put(cgrp);
 	mrpin_pin_free(pin);
 	return ERR_PTR(ret);
+
+err_nomem_charged:
+	cgroup_put(cgrp);
+	mrpin_pin_free(pin);
+	return mrpin_pin_nomem();
 
 err_nomem_cgrp:
 	cgroup_put(cgrp);
@@ -266,6 +286,21 @@ err_nomem_dev:
 	return mrpin_pin_nomem();
 }
 
+/*
+ * Take a prepared pin's range out of its address space's union, and its
+ * charge back.
+ */
+static void mrpin_pin_uncharge(struct mrpin_pin *pin, bool released)
+{
+	struct mrpin_charge *c = &pin->charge;
+	u64 distinct;
+
+	mutex_lock(&c->proc->union_lock);
+	distinct = mrpin_distinct_remove(c->proc, pin->start, pin->length);
+	mrpin_uncharge(c, mrpin_pin_charged(pin), distinct, released);
+	mutex_unlock(&c->proc->union_lock);
+}
+
 /**
  * mrpin_pin_abort() - roll back a prepared pin that will not be made
  * @pin: what mrpin_pin_prepare() returned
@@ -274,7 +309,7 @@ err_nomem_dev:
  */
 void mrpin_pin_abort(struct mrpin_pin *pin)
 {
-	mrpin_uncharge(&pin->charge, mrpin_pin_charged(pin), false);
+	mrpin_pin_uncharge(pin, false);
 	mrpin_pin_free(pin);
 }
 
@@ -300,7 +335,7 @@ void mrpin_pin_failed(struct mrpin_pin *pin, unsigned long addr, size_t size,
 
 static void mrpin_pin_forget(struct mrpin_pin *pin, bool released)
 {
-	mrpin_uncharge(&pin->charge, mrpin_pin_charged(pin), released);
+	mrpin_pin_uncharge(pin, released);
 	mrpin_pin_free(pin);
 }
 
@@ -433,7 +468,7 @@ struct mrpin_pin *mrpin_pin_unpublish(struct ib_umem *umem, bool *cleanup)
  * The pin is uncharged from the owners recorded when it was made, whichever
  * task releases it.
  *
- * Context: process context.
+ * Context: process context, may sleep (ib_umem_release() itself does).
  */
 void mrpin_pin_released(struct mrpin_pin *pin, bool cleanup)
 {

@@ -339,9 +339,9 @@ int mrpin_policy_show(struct seq_file *m)
 	}
 	seq_puts(m, "# mrpin limits: write this back to restore this policy\n");
 	seq_puts(m, "reset\nglobal");
-	mrpin_print_limits(m, &policy->global, true);
+	mrpin_print_limits(m, &policy->global, MRPIN_SCOPE_GLOBAL);
 	seq_puts(m, "\nprocess");
-	mrpin_print_limits(m, &policy->process, false);
+	mrpin_print_limits(m, &policy->process, MRPIN_SCOPE_PROCESS);
 	seq_putc(m, '\n');
 	for (i = 0; i < policy->nr_rules; i++) {
 		const struct mrpin_rule *rule = &policy->rules[i];
@@ -351,14 +351,14 @@ int mrpin_policy_show(struct seq_file *m)
 			continue;
 		}
 		seq_printf(m, "uid %llu", rule->id);
-		mrpin_print_limits(m, &rule->lim, false);
+		mrpin_print_limits(m, &rule->lim, MRPIN_SCOPE_UID);
 		seq_putc(m, '\n');
 	}
 	sort(cgs, nr_cgs, sizeof(*cgs), mrpin_rule_path_cmp, NULL);
 	for (i = 0; i < nr_cgs; i++) {
 		seq_puts(m, "cgroup ");
 		seq_escape(m, cgs[i]->path, " \t\n\\#");
-		mrpin_print_limits(m, &cgs[i]->lim, false);
+		mrpin_print_limits(m, &cgs[i]->lim, MRPIN_SCOPE_CGROUP);
 		seq_putc(m, '\n');
 	}
 	mutex_unlock(&mrpin_policy_lock);

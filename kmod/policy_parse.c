@@ -16,7 +16,10 @@
  * rule starts unlimited, in enforce mode.  `reset` restores the load-time
  * defaults (the module parameters) and deletes every uid and cgroup rule.
  * Sizes take a binary K, M, G or T suffix; max_pinned also takes a
- * percentage of RAM (0% to 100%); every limit takes `unlimited`.  Reading
+ * percentage of RAM (0% to 100%); every limit takes `unlimited`.
+ * count=registered|distinct (global and process rules) says what the rule's
+ * max_pinned counts: every registration in full, or the union of the
+ * ranges pinned in each address space (distinct.c).  Reading
  * `limits` prints the whole policy in this grammar, starting with `reset`,
  * so that writing it back restores exactly that policy.
  *
@@ -110,6 +113,7 @@ static int mrpin_parse_count(const char *s, u64 *val)
 }
 
 static const char *const mrpin_on_off[] = { MRPIN_ON_OFF_NAMES };
+static const char *const mrpin_counts[] = { MRPIN_COUNT_NAMES };
 
 /* "on" or "off" into *@flag. */
 static int mrpin_parse_on_off(const char *s, bool *flag, const char **why)
@@ -184,6 +188,12 @@ int mrpin_parse_key(struct mrpin_limits *lim, enum mrpin_key key,
 			lim->warn = true;
 		else
 			break;
+		return 0;
+	case MRPIN_KEY_COUNT:
+		ret = match_string(mrpin_counts, ARRAY_SIZE(mrpin_counts), val);
+		if (ret < 0)
+			break;
+		lim->distinct = ret;
 		return 0;
 	case MRPIN_KEY_STACK:
 		ret = match_string(mrpin_stack_actions,
@@ -305,12 +315,15 @@ static int mrpin_parse_cgroup(char *tok, u64 *id, const char **why)
 
 /*
  * The KEY=VALUE words of a line into l->lim, each key at most once (noted
- * in l->set), the global rule's own keys only on the global rule.
+ * in l->set), the global rule's own keys only on the global rule, count=
+ * only on the global and process rules (the union of pinned ranges is per
+ * address space).
  */
 static int mrpin_parse_keys(struct mrpin_line *l, char **toks, int n,
 			    const char **why)
 {
 	bool global = l->scope == MRPIN_SCOPE_GLOBAL;
+	bool per_mm = global || l->scope == MRPIN_SCOPE_PROCESS;
 	char *val;
 	int i, key;
 
@@ -332,6 +345,10 @@ static int mrpin_parse_keys(struct mrpin_line *l, char **toks, int n,
 		}
 		if (key >= MRPIN_KEY_GLOBAL_ONLY && !global) {
 			*why = "key only valid on the global rule";
+			return -EINVAL;
+		}
+		if (key == MRPIN_KEY_COUNT && !per_mm) {
+			*why = "key only valid on the global and process rules";
 			return -EINVAL;
 		}
 		if (__test_and_set_bit(key, &l->set)) {
@@ -461,6 +478,9 @@ void mrpin_limits_merge(struct mrpin_limits *lim, const struct mrpin_line *l)
 		case MRPIN_KEY_ACTION:
 			lim->warn = src->warn;
 			break;
+		case MRPIN_KEY_COUNT:
+			lim->distinct = src->distinct;
+			break;
 		case MRPIN_KEY_STACK:
 			lim->stack = src->stack;
 			break;
@@ -504,7 +524,8 @@ static void mrpin_seq_size(struct seq_file *m, u64 v)
  * mrpin_print_limits() - a rule's keys, as the grammar writes them
  * @m: the seq_file
  * @lim: the rule's limits
- * @global: the global rule: its own keys too
+ * @scope: the rule's scope: the global and process rules have count=, the
+ *	global rule its own keys too
  *
  * Prints " KEY=VALUE" for every key of the rule, sizes with the largest
  * binary suffix that divides them: what mrpin_parse_line() reads back to
@@ -513,7 +534,7 @@ static void mrpin_seq_size(struct seq_file *m, u64 v)
  * Context: process context.
  */
 void mrpin_print_limits(struct seq_file *m, const struct mrpin_limits *lim,
-			bool global)
+			enum mrpin_scope scope)
 {
 	seq_puts(m, " max_pinned=");
 	if (lim->pct_set)
@@ -528,7 +549,9 @@ void mrpin_print_limits(struct seq_file *m, const struct mrpin_limits *lim,
 	seq_puts(m, " max_pin_size=");
 	mrpin_seq_size(m, lim->max[MRPIN_MAX_PIN_SIZE]);
 	seq_printf(m, " action=%s", lim->warn ? "warn" : "enforce");
-	if (!global)
+	if (scope == MRPIN_SCOPE_GLOBAL || scope == MRPIN_SCOPE_PROCESS)
+		seq_printf(m, " count=%s", mrpin_counts[lim->distinct]);
+	if (scope != MRPIN_SCOPE_GLOBAL)
 		return;
 	seq_printf(m, " stack=%s oversize=", mrpin_stack_actions[lim->stack]);
 	mrpin_seq_size(m, lim->oversize);

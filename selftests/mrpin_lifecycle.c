@@ -341,53 +341,6 @@ static int pin_ids_of(pid_t pid, uint64_t *ids, int max)
 	return mine;
 }
 
-static int read_line(int fd, char *line, size_t size)
-{
-	size_t len = 0;
-	char c;
-
-	while (len + 1 < size) {
-		if (read(fd, &c, 1) != 1)
-			return -1;
-		if (c == '\n')
-			break;
-		line[len++] = c;
-	}
-	line[len] = '\0';
-	return 0;
-}
-
-static void write_line(int fd, const char *line)
-{
-	if (write(fd, line, strlen(line)) < 0)
-		_exit(1);
-}
-
-/*
- * Fork a child that talks with the test over two pipes: *@in reads what
- * the other side writes to *@out.  The child's pid in the test, 0 in the
- * child.
- */
-static pid_t __fork_talking(struct __test_metadata *_metadata, int *in,
-			    int *out)
-{
-	int to_child[2], to_parent[2];
-	pid_t pid;
-
-	ASSERT_EQ(0, pipe2(to_child, O_CLOEXEC));
-	ASSERT_EQ(0, pipe2(to_parent, O_CLOEXEC));
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	ASSERT_LE(0, pid);
-	close(pid ? to_child[0] : to_child[1]);
-	close(pid ? to_parent[1] : to_parent[0]);
-	*in = pid ? to_parent[0] : to_child[0];
-	*out = pid ? to_child[1] : to_parent[1];
-	return pid;
-}
-#define fork_talking(in, out) __fork_talking(_metadata, in, out)
-
 /*
  * The tests pin in children only: the fixture has no device, starts and
  * ends with nothing pinned, and mrpin logs nothing in between.

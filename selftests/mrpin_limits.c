@@ -641,7 +641,8 @@ FIXTURE_VARIANT_ADD(race, process_max_pins) {
 	.limit = 40, .uid = HELPER_ROOT, .ms = 1500, .max_pages = 4,
 };
 FIXTURE_VARIANT_ADD(race, global_max_pinned) {
-	.rule = "global max_pinned=%llu\n", .metric = GLOBAL_BYTES,
+	.rule = "global max_pinned=%llu count=registered\n",
+	.metric = GLOBAL_BYTES,
 	.limit = 4 * MiB, .uid = HELPER_ROOT, .ms = 1500, .max_pages = 16,
 };
 FIXTURE_VARIANT_ADD(race, uid_max_pinned) {

@@ -460,6 +460,8 @@ static int accept_one(struct fuzz *f, char *buf)
 		escape((unsigned char *)buf, len, shown, sizeof(shown), 600);
 		ksft_print_msg("good write \"%s\": %s\n", shown,
 			       err ? strerror(err) : "policy unreadable");
+		/* The assertion that follows ends the test without a flush. */
+		fflush(stdout);
 		return -1;
 	}
 	changed = strcmp(now, f->saved) != 0;

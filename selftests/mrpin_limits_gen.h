@@ -50,41 +50,56 @@ enum {
 	T_ACTION = 1 << 4,	/* enforce, warn */
 	T_STACK = 1 << 5,	/* allow, warn, deny */
 	T_SWITCH = 1 << 6,	/* on, off */
+	T_COUNT = 1 << 7,	/* registered, distinct */
 };
+
+/* The rules a key is valid on: the first this many of scopes[]; 0: all. */
+enum { ANY_RULE, GLOBAL_RULE, PER_MM_RULES };
 
 struct key {
 	const char *name;
 	unsigned int takes;
-	bool global_only;
+	unsigned int nr_scopes;
 	const char *good;	/* a value it takes */
 };
 
 /*
- * Every key of the grammar, by the module's own index (mrpin_abi.h): the
- * rules' own four first, then the global rule's.
+ * Every key of the grammar, by the module's own index (mrpin_abi.h): every
+ * rule's first, then count= (global and process), then the global rule's.
  */
 static const struct key keys[] = {
 	[MRPIN_KEY_MAX_PINNED] = { MRPIN_KEY_NAME_MAX_PINNED,
-				   T_NUM | T_SIZE | T_PCT | T_UNL, false, "2G" },
-	[MRPIN_KEY_MAX_PINS] = { MRPIN_KEY_NAME_MAX_PINS, T_NUM | T_UNL, false,
-				 "100" },
+				   T_NUM | T_SIZE | T_PCT | T_UNL, ANY_RULE, "2G" },
+	[MRPIN_KEY_MAX_PINS] = { MRPIN_KEY_NAME_MAX_PINS, T_NUM | T_UNL,
+				 ANY_RULE, "100" },
 	[MRPIN_KEY_MAX_PIN_SIZE] = { MRPIN_KEY_NAME_MAX_PIN_SIZE,
-				     T_NUM | T_SIZE | T_UNL, false, "64M" },
-	[MRPIN_KEY_ACTION] = { MRPIN_KEY_NAME_ACTION, T_ACTION, false, "warn" },
-	[MRPIN_KEY_STACK] = { MRPIN_KEY_NAME_STACK, T_STACK, true, "deny" },
+				     T_NUM | T_SIZE | T_UNL, ANY_RULE, "64M" },
+	[MRPIN_KEY_ACTION] = { MRPIN_KEY_NAME_ACTION, T_ACTION, ANY_RULE,
+			       "warn" },
+	[MRPIN_KEY_COUNT] = { MRPIN_KEY_NAME_COUNT, T_COUNT, PER_MM_RULES,
+			      "distinct" },
+	[MRPIN_KEY_STACK] = { MRPIN_KEY_NAME_STACK, T_STACK, GLOBAL_RULE,
+			      "deny" },
 	[MRPIN_KEY_OVERSIZE] = { MRPIN_KEY_NAME_OVERSIZE,
-				 T_NUM | T_SIZE | T_UNL, true, "512M" },
-	[MRPIN_KEY_MR_TABLE_WARN] = { MRPIN_KEY_NAME_MR_TABLE_WARN, T_PCT, true,
-				      "90%" },
-	[MRPIN_KEY_CALLSITES] = { MRPIN_KEY_NAME_CALLSITES, T_SWITCH, true,
-				  "on" },
+				 T_NUM | T_SIZE | T_UNL, GLOBAL_RULE, "512M" },
+	[MRPIN_KEY_MR_TABLE_WARN] = { MRPIN_KEY_NAME_MR_TABLE_WARN, T_PCT,
+				      GLOBAL_RULE, "90%" },
+	[MRPIN_KEY_CALLSITES] = { MRPIN_KEY_NAME_CALLSITES, T_SWITCH,
+				  GLOBAL_RULE, "on" },
 	[MRPIN_KEY_LOG_FAILURES] = { MRPIN_KEY_NAME_LOG_FAILURES, T_SWITCH,
-				     true, "on" },
+				     GLOBAL_RULE, "on" },
 };
 _Static_assert(MRPIN_ARRAY_SIZE(keys) == MRPIN_NR_KEYS,
 	       "every key of the grammar has its generator entry");
 
-#define NR_RULE_KEYS	MRPIN_KEY_GLOBAL_ONLY
+/* The keys every rule takes come first. */
+#define NR_RULE_KEYS	MRPIN_KEY_COUNT
+
+/* Whether the rule scopes[@scope] takes @key. */
+static bool key_valid(unsigned int scope, unsigned int key)
+{
+	return !keys[key].nr_scopes || scope < keys[key].nr_scopes;
+}
 
 struct value {
 	const char *text;
@@ -101,6 +116,7 @@ static const struct value values[] = {
 	{ "enforce", T_ACTION }, { "warn", T_ACTION | T_STACK },
 	{ "allow", T_STACK }, { "deny", T_STACK },
 	{ "on", T_SWITCH }, { "off", T_SWITCH },
+	{ "registered", T_COUNT }, { "distinct", T_COUNT },
 	/* No key takes these. */
 	{ "", 0 }, { "abc", 0 }, { "true", 0 }, { "false", 0 }, { "yes", 0 },
 	{ "no", 0 }, { "none", 0 }, { "null", 0 }, { "1.5", 0 }, { "0.5G", 0 },
@@ -130,6 +146,8 @@ static size_t gen_value(unsigned int key, char *out)
 		return sprintf(out, "%s", rnd_n(3) ? rnd_n(2) ? "allow" : "deny" : "warn");
 	if (keys[key].takes & T_SWITCH)
 		return sprintf(out, "%s", rnd_n(2) ? "on" : "off");
+	if (keys[key].takes & T_COUNT)
+		return sprintf(out, "%s", rnd_n(2) ? "registered" : "distinct");
 	if (!strcmp(name, "mr_table_warn"))
 		return sprintf(out, "%u%%", rnd_n(101));
 	if (!rnd_n(6))
@@ -147,14 +165,15 @@ static size_t gen_value(unsigned int key, char *out)
 static size_t gen_good(char *out)
 {
 	unsigned int scope = rnd_n(MRPIN_ARRAY_SIZE(scopes));
-	unsigned int nkeys = scope ? NR_RULE_KEYS : MRPIN_ARRAY_SIZE(keys);
 	unsigned int n = 1 + rnd_n(4), k;
 	bool used[MRPIN_ARRAY_SIZE(keys)] = { false };
 	size_t len;
 
 	len = sprintf(out, "%s", scopes[scope]);
 	while (n--) {
-		k = rnd_n(nkeys);
+		do
+			k = rnd_n(MRPIN_ARRAY_SIZE(keys));
+		while (!key_valid(scope, k));
 		if (used[k])
 			continue;
 		used[k] = true;
@@ -210,11 +229,11 @@ static size_t in_context(char *buf, const char *line, size_t n)
 /* Another key than @key that @scope takes. */
 static unsigned int other_key(unsigned int scope, unsigned int key)
 {
-	unsigned int n = scope ? NR_RULE_KEYS : MRPIN_ARRAY_SIZE(keys), k;
+	unsigned int k;
 
 	do
-		k = rnd_n(n);
-	while (k == key);
+		k = rnd_n(MRPIN_ARRAY_SIZE(keys));
+	while (k == key || !key_valid(scope, k));
 	return k;
 }
 
@@ -238,7 +257,9 @@ static size_t key_line(char *out, unsigned int scope, unsigned int key,
 /* A scope @key is valid on. */
 static unsigned int scope_for(unsigned int key)
 {
-	return keys[key].global_only ? 0 : rnd_n(MRPIN_ARRAY_SIZE(scopes));
+	unsigned int n = keys[key].nr_scopes;
+
+	return rnd_n(n ? n : MRPIN_ARRAY_SIZE(scopes));
 }
 
 /* random_bytes: any bytes, made bad by a NUL or by their first byte. */
@@ -361,7 +382,9 @@ static uint64_t rnd_above(uint64_t t)
 /* The keys that take bytes: max_pinned, max_pin_size, oversize. */
 static unsigned int bytes_key(void)
 {
-	static const unsigned int k[] = { 0, 2, 5 };
+	static const unsigned int k[] = {
+		MRPIN_KEY_MAX_PINNED, MRPIN_KEY_MAX_PIN_SIZE, MRPIN_KEY_OVERSIZE
+	};
 
 	return k[rnd_n(3)];
 }
@@ -389,11 +412,11 @@ static size_t gen_overflow(char *buf, unsigned int i)
 			rnd_above(UINT64_MAX >> (10 * (s % 4 + 1))), sfx[s]);
 		break;
 	case 3:		/* a count past U64_MAX */
-		key = 1;
+		key = MRPIN_KEY_MAX_PINS;
 		big_decimal(val);
 		break;
 	case 4:		/* a percentage over 100 */
-		key = rnd_n(2) ? 0 : 6;
+		key = rnd_n(2) ? MRPIN_KEY_MAX_PINNED : MRPIN_KEY_MR_TABLE_WARN;
 		if (rnd_n(2))
 			n = sprintf(val, "%llu", (unsigned long long)rnd_above(100));
 		else
@@ -416,7 +439,10 @@ static size_t gen_overflow(char *buf, unsigned int i)
 static size_t gen_negative(char *buf, unsigned int i)
 {
 	static const char *const minus[] = { "-", "-", "--", "\xe2\x88\x92" };
-	static const unsigned int numeric[] = { 0, 1, 2, 5, 6 };
+	static const unsigned int numeric[] = {
+		MRPIN_KEY_MAX_PINNED, MRPIN_KEY_MAX_PINS, MRPIN_KEY_MAX_PIN_SIZE,
+		MRPIN_KEY_OVERSIZE, MRPIN_KEY_MR_TABLE_WARN
+	};
 	static const char sfx[] = "KMGT";
 	const char *m = minus[rnd_n(MRPIN_ARRAY_SIZE(minus))];
 	char line[512], val[128];
@@ -469,7 +495,7 @@ static void find_combos(void)
 	for (s = 0; s < MRPIN_ARRAY_SIZE(scopes); s++)
 		for (k = 0; k < MRPIN_ARRAY_SIZE(keys); k++)
 			for (v = 0; v < MRPIN_ARRAY_SIZE(values); v++) {
-				if ((!keys[k].global_only || !s) &&
+				if (key_valid(s, k) &&
 				    (values[v].type & keys[k].takes))
 					continue;
 				combos[nr_combos++] = (struct combo){ s, k, v };

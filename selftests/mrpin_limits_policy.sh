@@ -66,8 +66,8 @@ rules_are() {
 cat >"$tmp/default" <<'EOF'
 # mrpin limits: write this back to restore this policy
 reset
-global max_pinned=50% max_pins=unlimited max_pin_size=unlimited action=enforce stack=warn oversize=1G mr_table_warn=80% callsites=off log_failures=off
-process max_pinned=unlimited max_pins=unlimited max_pin_size=unlimited action=enforce
+global max_pinned=50% max_pins=unlimited max_pin_size=unlimited action=enforce count=distinct stack=warn oversize=1G mr_table_warn=80% callsites=off log_failures=off
+process max_pinned=unlimited max_pins=unlimited max_pin_size=unlimited action=enforce count=registered
 EOF
 
 mkdir -p "$CG/mrpin_p/a/c" "$CG/mrpin_p/b"
@@ -79,7 +79,7 @@ put 'reset'
 ktap_check "default_policy_reads_back_as_documented" same_as "$tmp/default"
 echo 'process max_pins=7' >"$MRPIN_DIR/limits"
 ktap_check "a_write_through_debugfs_shows_in_securityfs" has_line \
-	'process max_pinned=unlimited max_pins=7 max_pin_size=unlimited action=enforce'
+	'process max_pinned=unlimited max_pins=7 max_pin_size=unlimited action=enforce count=registered'
 ktap_check "debugfs_limits_reads_the_same_policy" same_as "$MRPIN_DIR/limits"
 put 'reset'
 
@@ -87,10 +87,10 @@ put 'reset'
 put 'process max_pins=10000'
 put 'process max_pin_size=1G'
 ktap_check "line_sets_only_the_keys_it_names" \
-	has_line 'process max_pinned=unlimited max_pins=10000 max_pin_size=1G action=enforce'
+	has_line 'process max_pinned=unlimited max_pins=10000 max_pin_size=1G action=enforce count=registered'
 put 'global action=warn'
 ktap_check "global_action_alone_keeps_its_percentage" \
-	has_line 'global max_pinned=50% max_pins=unlimited max_pin_size=unlimited action=warn stack=warn oversize=1G mr_table_warn=80% callsites=off log_failures=off'
+	has_line 'global max_pinned=50% max_pins=unlimited max_pin_size=unlimited action=warn count=distinct stack=warn oversize=1G mr_table_warn=80% callsites=off log_failures=off'
 put 'reset'
 put 'uid 4242 max_pins=7'
 ktap_check "new_uid_rule_starts_unlimited_and_enforcing" \
@@ -184,8 +184,8 @@ mrpin_unload
 cat >"$tmp/params" <<'EOF'
 # mrpin limits: write this back to restore this policy
 reset
-global max_pinned=40% max_pins=unlimited max_pin_size=unlimited action=warn stack=warn oversize=1G mr_table_warn=80% callsites=off log_failures=off
-process max_pinned=1G max_pins=100 max_pin_size=64M action=enforce
+global max_pinned=40% max_pins=unlimited max_pin_size=unlimited action=warn count=distinct stack=warn oversize=1G mr_table_warn=80% callsites=off log_failures=off
+process max_pinned=1G max_pins=100 max_pin_size=64M action=enforce count=registered
 EOF
 ktap_check "insmod_with_good_parameters_loads" \
 	insmod "$MRPIN_KO" global_max_pinned=40% global_action=warn \

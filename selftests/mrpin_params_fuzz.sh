@@ -318,8 +318,8 @@ good_set() {
 }
 
 good_set a \
-	'global max_pinned=40% max_pins=1000 max_pin_size=1G action=warn stack=deny oversize=512M mr_table_warn=90% callsites=on log_failures=on' \
-	'process max_pinned=1G max_pins=100 max_pin_size=64M action=warn' \
+	'global max_pinned=40% max_pins=1000 max_pin_size=1G action=warn count=distinct stack=deny oversize=512M mr_table_warn=90% callsites=on log_failures=on' \
+	'process max_pinned=1G max_pins=100 max_pin_size=64M action=warn count=registered' \
 	global_max_pinned=40% global_max_pins=1000 global_max_pin_size=1G \
 	global_action=warn global_stack=deny global_oversize=512M \
 	global_mr_table_warn=90% callsites=on log_failures=on \
@@ -347,8 +347,8 @@ ktap_check "parameter_files_are_every_parameter" \
 rmmod mrpin
 
 good_set b \
-	'global max_pinned=unlimited max_pins=0 max_pin_size=4097 action=enforce stack=allow oversize=unlimited mr_table_warn=0% callsites=off log_failures=off' \
-	'process max_pinned=100% max_pins=unlimited max_pin_size=1536K action=enforce' \
+	'global max_pinned=unlimited max_pins=0 max_pin_size=4097 action=enforce count=distinct stack=allow oversize=unlimited mr_table_warn=0% callsites=off log_failures=off' \
+	'process max_pinned=100% max_pins=unlimited max_pin_size=1536K action=enforce count=registered' \
 	global_max_pinned=unlimited global_max_pins=0 global_max_pin_size=4097 \
 	global_action=enforce global_stack=allow global_oversize=unlimited \
 	global_mr_table_warn=0% callsites=off log_failures=off \
@@ -360,8 +360,8 @@ rmmod mrpin
 # Edges: 0, U64_MAX - 1, the largest size a suffix takes, leading zeros,
 # white space after a quoted value.
 good_set c \
-	'global max_pinned=0 max_pins=18446744073709551614 max_pin_size=16777215T action=warn stack=warn oversize=0 mr_table_warn=7% callsites=off log_failures=off' \
-	'process max_pinned=2G max_pins=1 max_pin_size=0 action=enforce' \
+	'global max_pinned=0 max_pins=18446744073709551614 max_pin_size=16777215T action=warn count=distinct stack=warn oversize=0 mr_table_warn=7% callsites=off log_failures=off' \
+	'process max_pinned=2G max_pins=1 max_pin_size=0 action=enforce count=registered' \
 	global_max_pinned=0 global_max_pins=18446744073709551614 \
 	global_max_pin_size=16777215T 'global_action="warn  "' \
 	'global_stack=" warn"' global_oversize=0 global_mr_table_warn=007% \

@@ -23,6 +23,7 @@ struct mrpin_proc_row {
 	char cgroup[512];
 	uint64_t pins;
 	uint64_t pinned_bytes;
+	uint64_t distinct_bytes;
 	uint64_t peak_bytes;
 	uint64_t vm_pinned_bytes;
 	uint64_t memlock_bytes;	/* MRPIN_UNLIMITED: "unlimited" */
@@ -67,6 +68,7 @@ struct mrpin_dev_row {
 struct mrpin_stats {
 	uint64_t pins;
 	uint64_t pinned_bytes;
+	uint64_t distinct_bytes;
 	uint64_t peak_pinned_bytes;
 	uint64_t pins_total;
 	uint64_t releases_total;
@@ -257,6 +259,7 @@ static const struct mrpin_col mrpin_proc_cols[] = {
 	MRPIN_PROC_COL(cgroup, MRPIN_COL_STR),
 	MRPIN_PROC_COL(pins, MRPIN_COL_U64),
 	MRPIN_PROC_COL(pinned_bytes, MRPIN_COL_U64),
+	MRPIN_PROC_COL(distinct_bytes, MRPIN_COL_U64),
 	MRPIN_PROC_COL(peak_bytes, MRPIN_COL_U64),
 	MRPIN_PROC_COL(vm_pinned_bytes, MRPIN_COL_U64),
 	MRPIN_PROC_COL(memlock_bytes, MRPIN_COL_LIMIT),
@@ -301,6 +304,7 @@ static const struct mrpin_col mrpin_dev_cols[] = {
 static const struct mrpin_col mrpin_stat_keys[] = {
 	MRPIN_STAT(pins),
 	MRPIN_STAT(pinned_bytes),
+	MRPIN_STAT(distinct_bytes),
 	MRPIN_STAT(peak_pinned_bytes),
 	MRPIN_STAT(pins_total),
 	MRPIN_STAT(releases_total),

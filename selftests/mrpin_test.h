@@ -149,11 +149,13 @@ static inline void *__map_buf(struct __test_metadata *_metadata, size_t len)
 /*
  * The acceptance oracle, for a moment when no registration is in flight:
  * the sums of `procs` and of `devices` equal the totals of `stats`, both
- * in pins and in bytes.
+ * in pins and in bytes; the sum of `procs` equals `stats` in distinct
+ * bytes, and no process has more distinct bytes than pinned ones.
  */
 static inline void __check_sums(struct __test_metadata *_metadata)
 {
 	uint64_t proc_pins = 0, proc_bytes = 0, dev_pins = 0, dev_bytes = 0;
+	uint64_t proc_distinct = 0;
 	struct mrpin_proc_row *procs;
 	struct mrpin_dev_row *devs;
 	struct mrpin_stats stats;
@@ -166,6 +168,8 @@ static inline void __check_sums(struct __test_metadata *_metadata)
 	for (i = 0; i < nprocs; i++) {
 		proc_pins += procs[i].pins;
 		proc_bytes += procs[i].pinned_bytes;
+		proc_distinct += procs[i].distinct_bytes;
+		EXPECT_LE(procs[i].distinct_bytes, procs[i].pinned_bytes);
 	}
 	free(procs);
 	ret = mrpin_read_stats(&stats);
@@ -182,6 +186,7 @@ static inline void __check_sums(struct __test_metadata *_metadata)
 	}
 	free(devs);
 	EXPECT_EQ(stats.pinned_bytes, proc_bytes);
+	EXPECT_EQ(stats.distinct_bytes, proc_distinct);
 	EXPECT_EQ(stats.pinned_bytes, dev_bytes);
 	EXPECT_EQ(stats.pins, proc_pins);
 	EXPECT_EQ(stats.pins, dev_pins);
@@ -669,6 +674,55 @@ static inline void __fixture_check(struct __test_metadata *_metadata,
 	f->kmsg = -1;
 }
 #define fixture_check(f) __fixture_check(_metadata, f)
+
+/* A line from @fd, without its newline: 0, or -1 at EOF or error. */
+static inline int read_line(int fd, char *line, size_t size)
+{
+	size_t len = 0;
+	char c;
+
+	while (len + 1 < size) {
+		if (read(fd, &c, 1) != 1)
+			return -1;
+		if (c == '\n')
+			break;
+		line[len++] = c;
+	}
+	line[len] = '\0';
+	return 0;
+}
+
+/* Write @line to @fd, or end the (child) process. */
+static inline void write_line(int fd, const char *line)
+{
+	if (write(fd, line, strlen(line)) < 0)
+		_exit(1);
+}
+
+/*
+ * Fork a child that talks with the test over two pipes: *@in reads what
+ * the other side writes to *@out.  The child's pid in the test, 0 in the
+ * child.
+ */
+static inline pid_t __fork_talking(struct __test_metadata *_metadata,
+				   int *in, int *out)
+{
+	int to_child[2], to_parent[2];
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe2(to_child, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(to_parent, O_CLOEXEC));
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	close(pid ? to_child[0] : to_child[1]);
+	close(pid ? to_parent[1] : to_parent[0]);
+	*in = pid ? to_parent[0] : to_child[0];
+	*out = pid ? to_child[1] : to_parent[1];
+	return pid;
+}
+#define fork_talking(in, out) __fork_talking(_metadata, in, out)
 
 /*
  * A helper program of this suite (mrpin_pinner, mrpin_mistakes), run as a
