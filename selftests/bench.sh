@@ -13,7 +13,8 @@
 #
 #   bench.sh [-r ROUNDS] [-s SECONDS] [-m ROUNDS] [-n PINS] [-k READS]
 #            [-l SECONDS] [-L ROUNDS] [-p PROCS] [-f NEWCOMERS]
-#            [-N NEWCOMERS] [-S STEP] [-i PAIRS] [-d DEV] [-v] [SECTION...]
+#            [-N NEWCOMERS] [-S STEP] [-i PAIRS] [-H HELD] [-d DEV] [-v]
+#            [SECTION...]
 #
 #   SECTION: throughput (1), memory (2), reads (3), latency (4), procs (5),
 #   newcomers (6), insns (7: only in a VM with QEMU's counting plugin,
@@ -33,6 +34,8 @@
 #   -i  4 KiB pairs per count in section 7 (default 2000; a quarter of it
 #       at 2 MiB, a tenth at 64 MiB)
 #   -S  newcomers per line of section 6 (default 500)
+#   -H  MRs a process holds while section 7 counts the union's cost
+#       (default 1000, then ten times that)
 #   -d  the RDMA device (default rxe0)
 #   -v  print every raw result on stderr (and 40 functions, not 12, in 7)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -53,6 +56,7 @@ procs_first=200
 newcomers=2000
 newcomers_step=500
 insns_pairs=2000
+insns_held=1000
 dev=rxe0
 verbose=0
 
@@ -61,7 +65,7 @@ usage() {
 	exit 2
 }
 
-while getopts "r:s:m:n:k:l:L:p:f:N:S:i:d:vh" opt; do
+while getopts "r:s:m:n:k:l:L:p:f:N:S:i:H:d:vh" opt; do
 	case "$opt" in
 	r) rounds=$OPTARG ;;
 	s) run_s=$OPTARG ;;
@@ -75,6 +79,7 @@ while getopts "r:s:m:n:k:l:L:p:f:N:S:i:d:vh" opt; do
 	N) newcomers=$OPTARG ;;
 	S) newcomers_step=$OPTARG ;;
 	i) insns_pairs=$OPTARG ;;
+	H) insns_held=$OPTARG ;;
 	d) dev=$OPTARG ;;
 	v) verbose=1 ;;
 	*) usage ;;
@@ -794,7 +799,10 @@ section_insns() {
 	echo "   every instruction QEMU runs in the window on CPU 0, where the program"
 	echo "   runs, counted per translated block (selftests/qemu_insns.c); mrpin's own are"
 	echo "   those of blocks in its text (/proc/kallsyms).  Two runs of each (A B B"
-	echo "   A: with, without, without, with), each a process of its own"
+	echo "   A: with, without, without, with), each a process of its own.  Then"
+	echo "   4K with the process holding $insns_held and $((insns_held * 10)) MRs on other pages"
+	echo "   (disjoint) or $((insns_held * 10)) on the pair's own page (same): what the"
+	echo "   union of pinned ranges (distinct.c) costs as a process's pins grow"
 	echo
 	: >"$tmp/insns.manifest"
 	for size in 4096 2097152 67108864; do
@@ -813,7 +821,19 @@ section_insns() {
 				echo "   (no huge page backed the $(human_size "$size") buffer of window $window)"
 		done
 	done
+	# The union of pinned ranges as the process holds more pins.
 	set_state loaded
+	for held in "$insns_held disjoint" "$((insns_held * 10)) disjoint" \
+		"$((insns_held * 10)) same"; do
+		read -r n kind <<<"$held"
+		window=$((window + 1))
+		run_bench insns 4096 "$insns_pairs" "$window" "$n" "$kind"
+		verbose "insns held $n $kind $out"
+		insns_window "$window"
+		cp /proc/kallsyms "$tmp/kallsyms.$window"
+		echo "$window 4096 1 1 $insns_pairs $tmp/kallsyms.$window $n $kind" \
+			>>"$tmp/insns.manifest"
+	done
 	python3 "$here/insns_report.py" "$insns_file" "$tmp/insns.manifest" \
 		"$([ "$verbose" = 1 ] && echo 40 || echo 12)" |
 		sed 's/^/   /' || die "insns_report.py failed"

@@ -6,14 +6,16 @@
 
 INSNS is what qemu_insns.c wrote: per window, the kernel's blocks that ran
 ("tb ADDR INSNS RUNS") and the totals ("end W TOTAL KERNEL USER").
-MANIFEST has a line per window: "WINDOW SIZE RUN LOADED PAIRS KALLSYMS",
-LOADED 1 with mrpin loaded, KALLSYMS a copy of /proc/kallsyms taken right
-after the window (mrpin's text moves at each load).  Prints, per size and
-run, the instructions per reg+dereg pair without mrpin and with it, what
-it adds, mrpin's own (its text's) and their share of the path; how far
-the runs of one size agree; and at the first size, the TOP functions of
-mrpin's own count and the TOP kernel functions that ran more with mrpin
-than without.
+MANIFEST has a line per window: "WINDOW SIZE RUN LOADED PAIRS KALLSYMS
+[HELD KIND]", LOADED 1 with mrpin loaded, KALLSYMS a copy of /proc/kallsyms
+taken right after the window (mrpin's text moves at each load), HELD the
+MRs the process held through the window (KIND disjoint or same: see
+mrpin_bench.c).  Prints, per size and run, the instructions per reg+dereg
+pair without mrpin and with it, what it adds, mrpin's own (its text's) and
+their share of the path; how far the runs of one size agree; at the first
+size, the TOP functions of mrpin's own count and the TOP kernel functions
+that ran more with mrpin than without; and what the union of pinned ranges
+(distinct.c) costs per pair as the held pins grow.
 """
 import bisect
 import sys
@@ -73,6 +75,10 @@ def per_function(blocks, syms):
     return out
 
 
+# The functions of distinct.c (the union of pinned ranges), by prefix.
+DISTINCT = ("mrpin_distinct_", "mrpin_point_")
+
+
 def human(size):
     for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
         if size >= 1 << shift and size % (1 << shift) == 0:
@@ -86,12 +92,16 @@ def main():
     windows = read_windows(sys.argv[1])
     top = int(sys.argv[3]) if len(sys.argv) == 4 else 12
     runs = []   # (size, run, loaded, pairs, window, kallsyms)
+    held = []   # (held, kind, pairs, window, kallsyms)
     with open(sys.argv[2]) as f:
         for line in f:
             w = line.split()
-            if w:
+            if len(w) == 8:
+                held.append((int(w[6]), w[7], int(w[4]), int(w[0]), w[5]))
+            elif w:
                 runs.append((int(w[1]), int(w[2]), w[3] == "1", int(w[4]), int(w[0]), w[5]))
     missing = [r[4] for r in runs if r[4] not in windows]
+    missing += [h[3] for h in held if h[3] not in windows]
     if missing:
         sys.exit(f"insns_report: no count for window(s) {missing} in {sys.argv[1]}")
 
@@ -166,6 +176,27 @@ def main():
                   f"than at {human(size)}:")
             for d, name in more[:top]:
                 print(f"  {d:>+9.0f}  {name}")
+
+    report_held(windows, held, with_fn)
+
+
+def report_held(windows, held, with_fn):
+    """distinct.c's instructions per pair as the process holds more pins."""
+    if not held:
+        return
+    base = sum(v for k, v in with_fn.items() if k[1] == "mrpin")
+    base_d = sum(v for k, v in with_fn.items()
+                 if k[1] == "mrpin" and k[0].startswith(DISTINCT))
+    print("the union of pinned ranges (distinct.c) per 4K pair, as the process holds")
+    print("more MRs through the window (disjoint: on other pages; same: on the pair's page):")
+    print(f"{'held':>8} {'kind':>9} {'mrpin own':>10} {'distinct.c':>11} {'share':>6}")
+    print(f"{0:>8} {'-':>9} {base:>10.0f} {base_d:>11.0f} {100 * base_d / base:>5.1f}%")
+    for n, kind, pairs, window, kallsyms in sorted(held):
+        fn = per_function(windows[window][3], Symbols(kallsyms))
+        own = sum(v for k, v in fn.items() if k[1] == "mrpin") / pairs
+        dist = sum(v for k, v in fn.items()
+                   if k[1] == "mrpin" and k[0].startswith(DISTINCT)) / pairs
+        print(f"{n:>8} {kind:>9} {own:>10.0f} {dist:>11.0f} {100 * dist / own:>5.1f}%")
 
 
 if __name__ == "__main__":

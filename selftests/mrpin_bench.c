@@ -16,13 +16,17 @@
  *	N child processes, each holding one 4 KiB MR of its own: N lines in
  *	mrpin's `procs`; prints "ready", waits until stdin is closed, then
  *	the children deregister and exit.
- *   mrpin_bench [-d DEV] insns SIZE PAIRS WINDOW
+ *   mrpin_bench [-d DEV] insns SIZE PAIRS WINDOW [HELD disjoint|same]
  *	one thread on CPU 0, SIZE ibv_reg_mr() + ibv_dereg_mr() PAIRS times
  *	on a touched buffer aligned to 2 MiB (transparent huge pages asked
  *	for from 2 MiB up), between the begin and end marks of window WINDOW
  *	that qemu_insns.c counts instructions in, after as many pairs again
  *	(at most 100) to warm up; prints the pairs and the buffer's huge
- *	pages.
+ *	pages.  With HELD, the process first registers HELD MRs of 4 KiB and
+ *	holds them through the window: on distinct pages of another buffer
+ *	(disjoint: HELD ranges in the process's union, none overlapping the
+ *	measured one), or all on the first page of the measured buffer
+ *	(same: the measured range registered HELD times already).
  *   mrpin_bench [-d DEV] first N STEP exit|park|cgroup
  *	N newcomers, one after another: each a new child process that opens
  *	the device and times its first 4 KiB ibv_reg_mr() (the first pin of
@@ -87,7 +91,7 @@ static void __attribute__((noreturn)) usage(void)
 		"       mrpin_bench [-d DEV] hold N\n"
 		"       mrpin_bench [-d DEV] latency SECONDS\n"
 		"       mrpin_bench [-d DEV] procs N\n"
-		"       mrpin_bench [-d DEV] insns SIZE PAIRS WINDOW\n"
+		"       mrpin_bench [-d DEV] insns SIZE PAIRS WINDOW [HELD disjoint|same]\n"
 		"       mrpin_bench [-d DEV] first N STEP exit|park|cgroup\n");
 	exit(2);
 }
@@ -315,26 +319,46 @@ static int cmd_regdereg(size_t size, long nthreads, double seconds)
 
 /* hold */
 
+/* Register @n MRs of a page, at @mem + i * @stride (0: all on one page). */
+static struct ibv_mr **hold_mrs(long n, char *mem, size_t stride)
+{
+	struct ibv_mr **mrs = calloc(n ? n : 1, sizeof(*mrs));
+	long i;
+
+	if (!mrs)
+		die("out of memory");
+	for (i = 0; i < n; i++) {
+		mrs[i] = ibv_reg_mr(pd, mem + i * stride, BENCH_PAGE,
+				    BENCH_ACCESS);
+		if (!mrs[i])
+			die("ibv_reg_mr #%ld of %ld: %s", i, n, strerror(errno));
+	}
+	return mrs;
+}
+
+static void release_mrs(struct ibv_mr **mrs, long n)
+{
+	long i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		ret = ibv_dereg_mr(mrs[i]);
+		if (ret)
+			die("ibv_dereg_mr #%ld: %s", i, strerror(ret));
+	}
+	free(mrs);
+}
+
 static int cmd_hold(long n)
 {
 	struct ibv_mr **mrs;
 	double start, elapsed;
 	char buf[256];
 	char *mem;
-	long i;
-	int ret;
 
-	mrs = calloc(n, sizeof(*mrs));
-	if (!mrs)
-		die("out of memory");
 	mem = touched_buffer(n * BENCH_PAGE);
 	start = now_s();
-	for (i = 0; i < n; i++) {
-		mrs[i] = ibv_reg_mr(pd, mem + i * BENCH_PAGE, BENCH_PAGE,
-				    BENCH_ACCESS);
-		if (!mrs[i])
-			die("ibv_reg_mr #%ld of %ld: %s", i, n, strerror(errno));
-	}
+	mrs = hold_mrs(n, mem, BENCH_PAGE);
 	elapsed = now_s() - start;
 	printf("ready mode=hold mrs=%ld seconds=%.3f rate=%.1f\n", n, elapsed,
 	       n / elapsed);
@@ -344,13 +368,8 @@ static int cmd_hold(long n)
 	while (read(STDIN_FILENO, buf, sizeof(buf)) > 0)
 		;
 
-	for (i = 0; i < n; i++) {
-		ret = ibv_dereg_mr(mrs[i]);
-		if (ret)
-			die("ibv_dereg_mr #%ld: %s", i, strerror(ret));
-	}
+	release_mrs(mrs, n);
 	munmap(mem, n * BENCH_PAGE);
-	free(mrs);
 	return 0;
 }
 
@@ -449,11 +468,13 @@ static long anon_huge_kb(void *buf)
 	return kb;
 }
 
-static int cmd_insns(size_t size, long pairs, long window)
+static int cmd_insns(size_t size, long pairs, long window, long held,
+		     bool same)
 {
 	size_t len = (size + HUGE_2M - 1) & ~(HUGE_2M - 1);
-	uint8_t *map, *buf;
+	uint8_t *map, *buf, *other = NULL;
 	long i, warm = pairs < 100 ? pairs : 100;
+	struct ibv_mr **mrs;
 
 	cpu_set_t cpu0;
 
@@ -473,6 +494,12 @@ static int cmd_insns(size_t size, long pairs, long window)
 	if (size >= HUGE_2M && madvise(buf, len, MADV_HUGEPAGE))
 		die("madvise(MADV_HUGEPAGE): %s", strerror(errno));
 	memset(buf, 0x5a, len);
+	if (same) {
+		mrs = hold_mrs(held, (char *)buf, 0);
+	} else {
+		other = held ? touched_buffer(held * BENCH_PAGE) : NULL;
+		mrs = hold_mrs(held, (char *)other, BENCH_PAGE);
+	}
 
 	for (i = 0; i < warm; i++)
 		reg_dereg(buf, size);
@@ -481,8 +508,11 @@ static int cmd_insns(size_t size, long pairs, long window)
 		reg_dereg(buf, size);
 	insns_mark(INSNS_MARK_MAGIC | window << 1 | 1);
 
-	printf("mode=insns size=%zu pairs=%ld window=%ld anon_huge_kb=%ld\n",
-	       size, pairs, window, anon_huge_kb(buf));
+	printf("mode=insns size=%zu pairs=%ld window=%ld held=%ld anon_huge_kb=%ld\n",
+	       size, pairs, window, held, anon_huge_kb(buf));
+	release_mrs(mrs, held);
+	if (other)
+		munmap(other, held * BENCH_PAGE);
 	munmap(map, len + HUGE_2M);
 	return 0;
 }
@@ -760,13 +790,18 @@ int main(int argc, char **argv)
 
 		open_device();
 		ret = cmd_latency(seconds);
-	} else if (!strcmp(mode, "insns") && argc == 4) {
+	} else if (!strcmp(mode, "insns") && (argc == 4 || argc == 6)) {
 		size_t size = parse_size(argv[1]);
 		long pairs = parse_long(argv[2], 1);
 		long window = parse_long(argv[3], 0);
+		long held = argc == 6 ? parse_long(argv[4], 0) : 0;
 
+		if (argc == 6 && strcmp(argv[5], "same") &&
+		    strcmp(argv[5], "disjoint"))
+			usage();
 		open_device();
-		ret = cmd_insns(size, pairs, window);
+		ret = cmd_insns(size, pairs, window, held,
+				argc == 6 && !strcmp(argv[5], "same"));
 	} else if (!strcmp(mode, "procs") && argc == 2) {
 		/* The children open the device, each its own. */
 		return cmd_procs(parse_long(argv[1], 1));
