@@ -4,8 +4,10 @@
 # `make demo`, inside the test VM: a real RDMA workload over Soft-RoCE
 # (perftest's ib_write_bw, server and client on rxe0) with mrpin loaded,
 # and what mrpin sees while it runs and after; then a limit refusing the
-# same workload, and why; last, mrpinctl doctor on two mistakes made on
-# purpose.
+# same workload, and why; the same workload refused by the kernel, as an
+# unprivileged user under an 8 MiB RLIMIT_MEMLOCK, and why; one buffer
+# registered on two devices, counted twice by VmPin and once by mrpin's
+# distinct bytes; last, mrpinctl doctor on what all this left.
 set -u
 cd "$(dirname "$0")/.."
 ctl=userspace/mrpinctl
@@ -65,7 +67,46 @@ $ctl events
 dmesg | grep 'mrpin: pid' | tail -n 1
 $ctl limit reset
 
-title "mrpinctl doctor: two mistakes made on purpose (a buffer on the stack, 100 MRs left at exit)"
+title "the kernel refuses: ib_write_bw as uid 1000 under ulimit -l 8192 (8 MiB, containerd's default), 16 MiB messages"
+# Without CAP_IPC_LOCK, ib_umem_get() refuses what VmPin plus the MR would
+# take over RLIMIT_MEMLOCK: ibv_reg_mr fails with a bare ENOMEM.
+as_user=(setpriv --reuid=1000 --regid=1000 --clear-groups
+	bash -c 'ulimit -l 8192 && exec "$@"' -)
+timeout 30 "${as_user[@]}" ib_write_bw -d rxe0 -x 0 -s 16777216 -D 2 \
+	>/tmp/ib_write_bw.memlock 2>&1 &
+refused=$!
+sleep 2
+timeout 20 "${as_user[@]}" ib_write_bw -d rxe0 -x 0 -s 16777216 -D 2 localhost >/dev/null 2>&1
+wait $refused
+echo "ib_write_bw (server) exited with status $?:"
+grep -iE 'couldn.t|fail|error' /tmp/ib_write_bw.memlock | head -n 3 | sed 's/^/    /'
+echo "what mrpin saw (action fail, cause memlock, VmPin and the limit):"
+$ctl events
+
+title "one 64 MiB buffer registered on two devices (rxe0 and a second rxe, as on a node with two rails)"
+ip link add mrpin_demo0 type dummy && ip link set mrpin_demo0 up &&
+	rdma link add mrpin_rxd0 type rxe netdev mrpin_demo0
+mkfifo /tmp/pinner.in
+selftests/mrpin_pinner --dev rxe0 --also mrpin_rxd0 64M </tmp/pinner.in >/tmp/pinner.out 2>&1 &
+pinner=$!
+exec {hold}>/tmp/pinner.in
+for _ in $(seq 100); do
+	grep -q '^ready' /tmp/pinner.out && break
+	sleep 0.1
+done
+$ctl proc
+echo "pid $pinner: $(grep VmPin /proc/$pinner/status)  (the kernel counts each registration)"
+$ctl status
+rc=0
+$ctl doctor >/tmp/doctor.rails || rc=$?
+grep -i -A3 'same memory' /tmp/doctor.rails
+exec {hold}>&-
+wait $pinner
+rdma link delete mrpin_rxd0
+ip link delete mrpin_demo0
+rm -f /tmp/pinner.in
+
+title "mrpinctl doctor: the refused ib_write_bw, and two mistakes made on purpose (a buffer on the stack, 100 MRs left at exit)"
 selftests/mrpin_misuse stack </dev/null >/dev/null
 selftests/mrpin_mistakes leak-exit 100 </dev/null >/dev/null
 # doctor exits 1 when it finds something (here it must), 2 when it fails.
@@ -73,5 +114,5 @@ rc=0
 $ctl doctor || rc=$?
 case $rc in
 1) echo "(mrpinctl doctor exited with status 1: it found something)" ;;
-*) echo "(mrpinctl doctor exited with status $rc: it should have found two mistakes)" ;;
+*) echo "(mrpinctl doctor exited with status $rc: it should have found the failure and two mistakes)" ;;
 esac

@@ -2,8 +2,8 @@
 /*
  * mrpin_pinner: register memory regions and hold them, for mrpin's tests.
  *
- *   mrpin_pinner [--dev NAME] [--threads N] [--hold] [--no-dereg]
- *                SIZE[@OFFSET]...
+ *   mrpin_pinner [--dev NAME] [--also NAME]... [--threads N] [--hold]
+ *                [--no-dereg] SIZE[@OFFSET]...
  *
  * Each SIZE[@OFFSET] is one MR of SIZE bytes that starts OFFSET bytes into
  * a buffer of its own (page-aligned, mmap'd and touched); sizes take a K,
@@ -12,6 +12,10 @@
  * "ready" once they are all registered, then waits until stdin reaches
  * EOF, or with --hold until SIGTERM or SIGINT.  It then deregisters them,
  * unless --no-dereg: it exits (0) with the MRs still registered.
+ *
+ * With --also NAME, each MR's range is registered once more on device
+ * NAME, after the first device's MRs are made (the same buffer on several
+ * devices, as a node with several rails does); up to ALSO_MAX devices.
  *
  * The device is NAME, else $MRPIN_TEST_DEV, else rxe0.  RLIMIT_MEMLOCK is
  * lifted when allowed.  Exit status: 0, 1 on error, 2 on bad usage.
@@ -31,6 +35,16 @@ struct pinner_mr {
 	size_t length;
 	struct ibv_mr *mr;
 	int err;
+};
+
+#define ALSO_MAX	8
+
+/* Another device every MR is registered on too (--also). */
+struct pinner_also {
+	const char *name;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr **mrs;
 };
 
 struct pinner_thread {
@@ -108,20 +122,65 @@ static void *register_mrs(void *arg)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: mrpin_pinner [--dev NAME] [--threads N] [--hold] [--no-dereg] SIZE[@OFFSET]...\n");
+	fprintf(stderr, "usage: mrpin_pinner [--dev NAME] [--also NAME]... [--threads N] [--hold] [--no-dereg] SIZE[@OFFSET]...\n");
 	exit(2);
+}
+
+/* Register every MR's range on @a's device too: 0, or -1 (said why). */
+static int register_also(struct pinner_also *a, struct pinner_mr *mrs,
+			 int nmrs)
+{
+	int i;
+
+	a->ctx = mrpin_open_dev(a->name);
+	a->pd = a->ctx ? ibv_alloc_pd(a->ctx) : NULL;
+	a->mrs = calloc(nmrs, sizeof(*a->mrs));
+	if (!a->pd || !a->mrs) {
+		fprintf(stderr, "mrpin_pinner: cannot use %s: %s\n", a->name,
+			strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < nmrs; i++) {
+		if (_do_reg(a->pd, (char *)mrs[i].buf + mrs[i].offset,
+			    mrs[i].length, &a->mrs[i])) {
+			fprintf(stderr, "mrpin_pinner: MR %d on %s: %s\n", i,
+				a->name, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int release_also(struct pinner_also *a, int nmrs)
+{
+	int i, ret = 0;
+
+	for (i = 0; i < nmrs; i++) {
+		if (_do_dereg(a->mrs[i])) {
+			fprintf(stderr, "mrpin_pinner: ibv_dereg_mr on %s: %s\n",
+				a->name, strerror(errno));
+			ret = 1;
+		}
+	}
+	ibv_dealloc_pd(a->pd);
+	ibv_close_device(a->ctx);
+	free(a->mrs);
+	return ret;
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "dev", required_argument, NULL, 'd' },
+		{ "also", required_argument, NULL, 'a' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "hold", no_argument, NULL, 'h' },
 		{ "no-dereg", no_argument, NULL, 'n' },
 		{ }
 	};
 	const char *dev = mrpin_dev_name();
+	struct pinner_also also[ALSO_MAX];
+	int nalso = 0;
 	bool hold = false, dereg = true;
 	struct pinner_thread *threads;
 	struct ibv_context *ctx;
@@ -135,6 +194,11 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'd':
 			dev = optarg;
+			break;
+		case 'a':
+			if (nalso == ALSO_MAX)
+				usage();
+			also[nalso++] = (struct pinner_also){ .name = optarg };
 			break;
 		case 't':
 			nthreads = atoi(optarg);
@@ -206,6 +270,9 @@ int main(int argc, char **argv)
 		printf("mr %" PRIuPTR " %zu\n",
 		       (uintptr_t)mrs[i].buf + mrs[i].offset, mrs[i].length);
 	}
+	for (i = 0; i < nalso; i++)
+		if (register_also(&also[i], mrs, nmrs))
+			return 1;
 	printf("ready\n");
 	fflush(stdout);
 
@@ -217,6 +284,8 @@ int main(int argc, char **argv)
 	if (!dereg)
 		exit(0);	/* the kernel releases the MRs at exit */
 
+	for (i = 0; i < nalso; i++)
+		ret |= release_also(&also[i], nmrs);
 	for (i = 0; i < nmrs; i++) {
 		if (_do_dereg(mrs[i].mr)) {
 			fprintf(stderr, "mrpin_pinner: ibv_dereg_mr: %s\n",
