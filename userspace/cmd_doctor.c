@@ -9,9 +9,9 @@
  * gives the command's status.  Call sites are symbolized in doctor_sym.c.
  *
  * Exit status, as diff(1) and grep(1) give theirs: 0 when nothing is
- * found, 1 when something is, 2 when doctor failed (a bad command line,
- * mrpin not loaded, a table missing or that does not parse): a failure is
- * never taken for a finding.
+ * found (or only findings for information), 1 when something is, 2 when
+ * doctor failed (a bad command line, mrpin not loaded, a table missing or
+ * that does not parse): a failure is never taken for a finding.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +25,7 @@ enum {
 };
 
 static const char *const severity_names[NR_SEVERITIES] = {
-	"high", "medium", "low",
+	"high", "medium", "low", "info",
 };
 
 static const char *const kind_names[NR_FKINDS] = {
@@ -42,6 +42,7 @@ static const char *const kind_names[NR_FKINDS] = {
 	[FK_MISALIGNED] = "misaligned",
 	[FK_MISALIGNED_2M] = "misaligned-2m",
 	[FK_LEAK_SUSPECT] = "leak-suspect",
+	[FK_DUPLICATE] = "duplicate",
 };
 
 static const char *const subject_names[] = {
@@ -183,28 +184,56 @@ static void print_finding(const struct finding *f)
 	out_item_end();
 }
 
-static void print_findings(const struct doctor *d)
+/* The findings that are problems: all but the informational ones. */
+static size_t problems(const struct doctor *d)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < d->nf; i++)
+		n += d->f[i].sev != SEV_INFO;
+	return n;
+}
+
+/*
+ * The last line: the findings by severity ("3 findings: 1 high, 2 medium,
+ * 0 low", then ", 1 info" when there is any); or that there is no problem,
+ * and how many informational findings there are.
+ */
+static char *summary(const struct doctor *d)
 {
 	size_t i, n[NR_SEVERITIES] = { 0 };
+	char info[48] = "";
+
+	for (i = 0; i < d->nf; i++)
+		n[d->f[i].sev]++;
+	if (problems(d)) {
+		if (n[SEV_INFO])
+			snprintf(info, sizeof(info), ", %zu info", n[SEV_INFO]);
+		return strfmt("%zu finding%s: %zu high, %zu medium, %zu low%s",
+			      d->nf, plural(d->nf), n[SEV_HIGH], n[SEV_MEDIUM],
+			      n[SEV_LOW], info);
+	}
+	if (n[SEV_INFO])
+		snprintf(info, sizeof(info), ", %zu informational finding%s",
+			 n[SEV_INFO], plural(n[SEV_INFO]));
+	return strfmt("no problems found (%s process%s, %s pin%s, %s device%s)%s",
+		      count_str(d->procs.nrows),
+		      d->procs.nrows == 1 ? "" : "es",
+		      count_str(d->pins.nrows), plural(d->pins.nrows),
+		      count_str(d->devs.nrows), plural(d->devs.nrows), info);
+}
+
+static void print_findings(const struct doctor *d)
+{
 	char *text;
+	size_t i;
 
 	out_list_begin(NULL, finding_cols, ARRAY_SIZE(finding_cols));
 	out_list_plain();
-	for (i = 0; i < d->nf; i++) {
+	for (i = 0; i < d->nf; i++)
 		print_finding(&d->f[i]);
-		n[d->f[i].sev]++;
-	}
 	out_list_end();
-	if (d->nf)
-		text = strfmt("%zu finding%s: %zu high, %zu medium, %zu low",
-			      d->nf, plural(d->nf), n[SEV_HIGH], n[SEV_MEDIUM],
-			      n[SEV_LOW]);
-	else
-		text = strfmt("no problems found (%s process%s, %s pin%s, %s device%s)",
-			      count_str(d->procs.nrows),
-			      d->procs.nrows == 1 ? "" : "es",
-			      count_str(d->pins.nrows), plural(d->pins.nrows),
-			      count_str(d->devs.nrows), plural(d->devs.nrows));
+	text = summary(d);
 	out_caption(text);
 	free(text);
 }
@@ -266,7 +295,7 @@ static int doctor_show(int argc, char **argv)
 		ret = doctor_check(&d);
 	if (!ret)
 		print_findings(&d);
-	found = d.nf;
+	found = problems(&d);
 	doctor_free(&d);
 	/* A failed write: main() says so. */
 	if (ret || fflush(stdout) || ferror(stdout))
@@ -285,9 +314,11 @@ static int doctor_help(int argc, char **argv)
 	      "refusals, registrations the kernel failed and why, the global limit or an\n"
 	      "MR table nearly full, MRs left to be cleaned up at exit, 4 KiB pages,\n"
 	      "churn, oversized and misaligned pins and, with callsites=on, where the\n"
-	      "oldest and biggest live pins were registered.\n"
-	      "Exit status: 0 when nothing is found, 1 when something is, 2 when doctor\n"
-	      "failed (a bad command line, mrpin not loaded, a table it cannot read).\n"
+	      "oldest and biggest live pins were registered; for information, memory\n"
+	      "registered several times (VmPin and RLIMIT_MEMLOCK count it each time).\n"
+	      "Exit status: 0 when nothing is found (or only for information), 1 when\n"
+	      "something is, 2 when doctor failed (a bad command line, mrpin not loaded,\n"
+	      "a table it cannot read).\n"
 	      "The thresholds are in mrpinctl(8).\n",
 	      stdout);
 	return EXIT_OK;

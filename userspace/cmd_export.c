@@ -103,6 +103,7 @@ static void export_stats(FILE *f, const struct export *x)
 		size_t off;
 	} m[] = {
 		{ "pinned_bytes", "gauge", "Bytes pinned by RDMA registrations now.", offsetof(struct stats, pinned_bytes) },
+		{ "distinct_bytes", "gauge", "Bytes of memory pinned now: per process the union of its pinned ranges (memory registered several times counts once), summed.", offsetof(struct stats, distinct_bytes) },
 		{ "pins", "gauge", "Live pins (memory regions and driver buffers).", offsetof(struct stats, pins) },
 		{ "peak_pinned_bytes", "gauge", "Most bytes pinned at once since the module was loaded.", offsetof(struct stats, peak_pinned_bytes) },
 		{ "pins_total", "counter", "Pins made.", offsetof(struct stats, pins_total) },
@@ -116,6 +117,10 @@ static void export_stats(FILE *f, const struct export *x)
 	family(f, "info", "gauge", "The mrpin module and its version.");
 	sample(f, "info", 1, "version", x->version, NULL);
 	for (i = 0; i < ARRAY_SIZE(m); i++) {
+		/* Only from modules that count it. */
+		if (!strcmp(m[i].name, "distinct_bytes") &&
+		    !x->stats.distinct_known)
+			continue;
 		family(f, m[i].name, m[i].type, m[i].help);
 		sample(f, m[i].name,
 		       *(const uint64_t *)((const char *)&x->stats + m[i].off),
@@ -242,6 +247,29 @@ static void proc_owner(struct table *t, size_t i, struct owner *o)
 	o->labels[3] = p->comm;
 }
 
+/*
+ * mrpin_process_distinct_bytes, with the labels of
+ * mrpin_process_pinned_bytes: modules that count it only.
+ */
+static void export_proc_distinct(FILE *f, struct table *t)
+{
+	const char *name = "process_distinct_bytes";
+	struct owner o;
+	size_t i;
+
+	if (!tbl_has(t, "distinct_bytes"))
+		return;
+	family(f, name, "gauge",
+	       "Bytes of memory the process pins: the union of its pinned ranges (memory registered several times counts once).");
+	for (i = 0; i < t->nrows; i++) {
+		memset(&o, 0, sizeof(o));
+		proc_owner(t, i, &o);
+		sample(f, name, TBL_ROW(t, struct proc_row, i)->distinct_bytes,
+		       o.labels[0], o.labels[1], o.labels[2], o.labels[3],
+		       NULL);
+	}
+}
+
 /* One limit of every rule that has it (unlimited: no sample). */
 static void export_limit(FILE *f, const struct policy *p, uint64_t ram,
 			 int k, const char *name, const char *help)
@@ -282,9 +310,11 @@ static void export_all(FILE *f, struct export *x)
 		      "Live pins in the cgroup v2 subtree (removed cgroups: \"-\").",
 		      "Bytes pinned in the cgroup v2 subtree (removed cgroups: \"-\").",
 		      cgroup_owner);
-	if (opts.given & OPT_PER_PROCESS)
+	if (opts.given & OPT_PER_PROCESS) {
 		export_owners(f, &x->procs, "process", "Live pins of the process.",
 			      "Bytes pinned by the process.", proc_owner);
+		export_proc_distinct(f, &x->procs);
+	}
 	if (!x->policy.known)
 		return;
 	export_limit(f, &x->policy, ram, K_MAX_PINNED, "limit_max_pinned_bytes",

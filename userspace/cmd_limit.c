@@ -21,6 +21,7 @@ static const struct column limit_cols[] = {
 	{ .key = "max_pins", .title = "MAX_PINS", .flags = COL_LEFT },
 	{ .key = "max_pin_size", .title = "MAX_PIN_SIZE", .flags = COL_LEFT },
 	{ .key = "action", .title = "ACTION", .flags = COL_LEFT },
+	{ .key = "count", .title = "COUNT", .flags = COL_LEFT },
 	{ .key = "stack", .title = "STACK", .flags = COL_LEFT },
 	{ .key = "oversize", .title = "OVERSIZE", .flags = COL_LEFT },
 	{ .key = "mr_table_warn", .title = "MR_TABLE_WARN", .flags = COL_LEFT },
@@ -258,6 +259,13 @@ static int limit_help(int argc, char **argv)
 	      "         max_pins     live pins, or unlimited\n"
 	      "         max_pin_size bytes of one pin, or unlimited\n"
 	      "         action       enforce (refuse, ENOMEM) or warn (allow, log, count)\n"
+	      "         count        global and process: what max_pinned counts, registered\n"
+	      "                      (every registration in full, as VmPin and\n"
+	      "                      RLIMIT_MEMLOCK do) or distinct (memory registered\n"
+	      "                      several times once); default: global distinct,\n"
+	      "                      process registered\n"
+	      "global also: stack, oversize, mr_table_warn, callsites, log_failures\n"
+	      "(mrpinctl(8))\n"
 	      "\n"
 	      "set changes only the keys it names; a new uid or cgroup rule starts\n"
 	      "unlimited, enforced.  USER is a name or a uid; PATH a cgroup v2 path\n"

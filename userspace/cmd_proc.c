@@ -15,6 +15,7 @@ static const struct column proc_cols[] = {
 	{ .key = "cgroup", .title = "CGROUP", .flags = COL_LEFT | COL_TRUNC_TAIL, .prio = 1, .width = 20 },
 	{ .key = "pins", .title = "PINS" },
 	{ .key = "pinned_bytes", .title = "PINNED" },
+	{ .key = "distinct_bytes", .title = "DISTINCT", .prio = 2 },
 	{ .key = "peak_bytes", .title = "PEAK", .prio = 3 },
 	{ .key = "vm_pinned_bytes", .title = "VMPIN", .prio = 4 },
 	{ .key = "memlock_bytes", .title = "MEMLOCK", .prio = 5 },
@@ -22,8 +23,11 @@ static const struct column proc_cols[] = {
 	{ .key = "failures", .title = "FAILURES", .prio = 3 },
 };
 
-/* @failures: the module counts them (else "-", and none in JSON). */
-static void print_proc(const struct proc_row *p, bool failures)
+/*
+ * @failures: the module counts them (else "-", and none in JSON);
+ * @distinct: the module gives the distinct bytes (else none).
+ */
+static void print_proc(const struct proc_row *p, bool failures, bool distinct)
 {
 	out_item_begin();
 	print_u64("pid", p->pid);
@@ -32,6 +36,8 @@ static void print_proc(const struct proc_row *p, bool failures)
 	print_str("cgroup", p->cgroup);
 	print_u64("pins", p->pins);
 	print_bytes("pinned_bytes", p->pinned_bytes);
+	if (distinct)
+		print_bytes("distinct_bytes", p->distinct_bytes);
 	print_bytes("peak_bytes", p->peak_bytes);
 	print_bytes("vm_pinned_bytes", p->vm_pinned_bytes);
 	print_bytes_limit("memlock_bytes", p->memlock_bytes);
@@ -41,15 +47,31 @@ static void print_proc(const struct proc_row *p, bool failures)
 	out_item_end();
 }
 
+/*
+ * The columns of the list into @cols: all of them, but DISTINCT only
+ * when the module gives it, so that an older module's list is as it was.
+ */
+static size_t proc_columns(struct column *cols, bool distinct)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < ARRAY_SIZE(proc_cols); i++)
+		if (distinct || strcmp(proc_cols[i].key, "distinct_bytes"))
+			cols[n++] = proc_cols[i];
+	return n;
+}
+
 /* The first @max rows of @t (all with 0) as list @key. */
 void print_procs(const char *key, struct table *t, size_t max)
 {
 	bool failures = tbl_has(t, "failures");
+	bool distinct = tbl_has(t, "distinct_bytes");
+	struct column cols[ARRAY_SIZE(proc_cols)];
 	size_t i;
 
-	out_list_begin(key, proc_cols, ARRAY_SIZE(proc_cols));
+	out_list_begin(key, cols, proc_columns(cols, distinct));
 	for (i = 0; i < t->nrows && (!max || i < max); i++)
-		print_proc(TBL_ROW(t, struct proc_row, i), failures);
+		print_proc(TBL_ROW(t, struct proc_row, i), failures, distinct);
 	out_list_end();
 }
 
@@ -116,10 +138,12 @@ static int proc_help(int argc, char **argv)
 	      "\n"
 	      "The processes that hold pinned memory, the largest first (sort pinned).\n"
 	      "USER is a name or a uid.  Columns: PINNED is what mrpin counts (the pages\n"
-	      "the process's pins span), PEAK its highest, VMPIN the kernel's VmPin (every\n"
-	      "pinner, not only RDMA), MEMLOCK its RLIMIT_MEMLOCK at its latest pin,\n"
-	      "DENIALS the pins mrpin refused it, FAILURES those the kernel failed (why:\n"
-	      "mrpinctl events).\n",
+	      "the process's pins span, every registration in full, as VmPin counts),\n"
+	      "DISTINCT the memory they pin (what is registered several times counts\n"
+	      "once; modules that count it), PEAK the highest PINNED, VMPIN the kernel's\n"
+	      "VmPin (every pinner, not only RDMA), MEMLOCK its RLIMIT_MEMLOCK at its\n"
+	      "latest pin, DENIALS the pins mrpin refused it, FAILURES those the kernel\n"
+	      "failed (why: mrpinctl events).\n",
 	      stdout);
 	return EXIT_OK;
 }

@@ -2,9 +2,11 @@
 /*
  * mrpinctl status
  *
- * One screen: what is pinned against RAM and the global limit, the pins,
- * the devices and their MR tables, the processes that pin the most, and
- * the denials, failures (when the module counts them) and warnings so far.
+ * One screen: what is pinned (and, from modules that count it, the distinct
+ * memory that is: what is registered several times counts once) against RAM
+ * and the global limit, the pins, the devices and their MR tables, the
+ * processes that pin the most, and the denials, failures (when the module
+ * counts them) and warnings so far.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -42,40 +44,77 @@ static double percent(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : NAN;
 }
 
+/* ", count=distinct": what the global limit counts, when the module says. */
+static void count_text(const struct rule *g, char *buf, size_t len)
+{
+	char val[32];
+
+	*buf = '\0';
+	if (!(g->set & (1U << K_COUNT)))
+		return;
+	rule_value(g, K_COUNT, val, sizeof(val));
+	snprintf(buf, len, ", count=%s", val);
+}
+
 /* The global limit, when the policy could be read. */
 static void print_global_limit(const struct status *s)
 {
 	const struct rule *g = &s->policy.global;
-	char bytes[32], text[96];
+	const char *action = g->val[K_ACTION] ? "warn" : "enforce";
+	char bytes[32], count[48], text[128], val[32];
 	uint64_t max;
 	bool known;
 
 	if (!s->policy.known)
 		return;
 	known = rule_max_pinned(g, s->stats.ram_bytes, &max);
+	count_text(g, count, sizeof(count));
 	if (!known)
-		snprintf(text, sizeof(text), "%u%% of RAM (not known), %s",
-			 g->pct, g->val[K_ACTION] ? "warn" : "enforce");
+		snprintf(text, sizeof(text), "%u%% of RAM (not known), %s%s",
+			 g->pct, action, count);
 	else if (max == UNLIMITED)
 		snprintf(text, sizeof(text), "unlimited");
 	else if (g->is_pct)
-		snprintf(text, sizeof(text), "%s (%u%% of RAM), %s",
-			 fmt_bytes(bytes, sizeof(bytes), max), g->pct,
-			 g->val[K_ACTION] ? "warn" : "enforce");
+		snprintf(text, sizeof(text), "%s (%u%% of RAM), %s%s",
+			 fmt_bytes(bytes, sizeof(bytes), max), g->pct, action,
+			 count);
 	else
-		snprintf(text, sizeof(text), "%s, %s",
-			 fmt_bytes(bytes, sizeof(bytes), max),
-			 g->val[K_ACTION] ? "warn" : "enforce");
+		snprintf(text, sizeof(text), "%s, %s%s",
+			 fmt_bytes(bytes, sizeof(bytes), max), action, count);
 	if (known)
 		print_num_text("global_max_pinned", max, text);
 	else
 		print_str("global_max_pinned", text);
 	print_count_limit("global_max_pinned_percent",
 			  g->is_pct ? g->pct : UNLIMITED);
-	print_str("global_action", g->val[K_ACTION] ? "warn" : "enforce");
+	print_str("global_action", action);
+	if (g->set & (1U << K_COUNT)) {
+		rule_value(g, K_COUNT, val, sizeof(val));
+		print_str("global_count", val);
+	}
 	if (known && max != UNLIMITED)
 		print_percent("global_limit_percent",
-			      percent(s->stats.pinned_bytes, max));
+			      percent(rule_usage(g, &s->stats), max));
+}
+
+/*
+ * "80.0 GiB in 16 registrations, 10.0 GiB distinct" when the module counts
+ * the distinct bytes (JSON: "distinct_bytes" too); else the bytes.
+ */
+static void print_pinned(const struct stats *st)
+{
+	char pinned[32], distinct[32], text[96];
+
+	if (!st->distinct_known) {
+		print_bytes("pinned_bytes", st->pinned_bytes);
+		return;
+	}
+	snprintf(text, sizeof(text), "%s in %llu registration%s, %s distinct",
+		 fmt_bytes(pinned, sizeof(pinned), st->pinned_bytes),
+		 (unsigned long long)st->pins, st->pins == 1 ? "" : "s",
+		 fmt_bytes(distinct, sizeof(distinct), st->distinct_bytes));
+	print_num_text("pinned_bytes", st->pinned_bytes, text);
+	print_bytes("distinct_bytes", st->distinct_bytes);
 }
 
 static void print_status(struct status *s)
@@ -84,10 +123,10 @@ static void print_status(struct status *s)
 
 	out_obj_begin(NULL, status_fields, ARRAY_SIZE(status_fields));
 	print_str("version", s->version);
-	print_bytes("pinned_bytes", s->stats.pinned_bytes);
+	print_pinned(&s->stats);
 	if (s->stats.ram_bytes) {
 		print_bytes("ram_bytes", s->stats.ram_bytes);
-		print_percent("ram_percent", percent(s->stats.pinned_bytes,
+		print_percent("ram_percent", percent(stats_ram_pinned(&s->stats),
 						     s->stats.ram_bytes));
 	}
 	print_global_limit(s);
@@ -153,7 +192,9 @@ static int status_help(int argc, char **argv)
 	(void)argv;
 	fputs("Usage: mrpinctl status\n"
 	      "\n"
-	      "One screen: the bytes pinned, against RAM and the global limit; the pins;\n"
+	      "One screen: the bytes pinned (every registration in full, and the\n"
+	      "distinct bytes: memory registered several times once), against RAM and\n"
+	      "the global limit (what it counts: count=); the pins;\n"
 	      "the devices and their MR tables; the processes that pin the most; the\n"
 	      "denials (mrpin's refusals), failures (the kernel's) and warnings so far\n"
 	      "(see 'mrpinctl events').\n",

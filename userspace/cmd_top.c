@@ -21,6 +21,7 @@
 static const struct column top_fields[] = {
 	{ .key = "time_ns", .title = "Time" },
 	{ .key = "pinned_bytes", .title = "Pinned" },
+	{ .key = "distinct_bytes", .title = "Distinct" },
 	{ .key = "ram_percent", .title = "of RAM" },
 	{ .key = "pins", .title = "Pins" },
 	{ .key = "peak_pinned_bytes", .title = "Peak" },
@@ -58,8 +59,10 @@ static int top_print(struct top *tp)
 	out_obj_inline();
 	print_time_ns("time_ns", now_ns());
 	print_bytes("pinned_bytes", s.pinned_bytes);
+	if (s.distinct_known)
+		print_bytes("distinct_bytes", s.distinct_bytes);
 	print_percent("ram_percent", s.ram_bytes ? 100.0 *
-		      (double)s.pinned_bytes / (double)s.ram_bytes : NAN);
+		      (double)stats_ram_pinned(&s) / (double)s.ram_bytes : NAN);
 	print_u64("pins", s.pins);
 	print_bytes("peak_pinned_bytes", s.peak_pinned_bytes);
 	print_u64("denials_total", s.denials_total);

@@ -10,12 +10,15 @@
  * `#` starts a comment, blank lines are fine; keys are max_pinned (bytes
  * with a K/M/G/T binary suffix, N% of RAM, or unlimited), max_pins (a count
  * or unlimited), max_pin_size (bytes or unlimited) and action (enforce or
- * warn).  Config files add user names to the module's grammar: the module
- * takes uids only.  This file checks everything the module checks, and
- * more (users, cgroups that exist, rules to delete that exist), so that a
- * problem is reported as FILE:LINE:COLUMN before anything is written;
- * each line is then normalised (uid numbers, exact values) into one
- * transaction for one write().
+ * warn); the global and process rules also take count (registered or
+ * distinct: what their max_pinned counts), the global rule its own keys
+ * (stack, oversize, mr_table_warn, callsites, log_failures).  Config files
+ * add user names to the module's grammar: the module takes uids only.
+ * This file checks everything the module checks, and more (users,
+ * cgroups that exist, rules to delete that exist), so that a problem is
+ * reported as FILE:LINE:COLUMN before anything is written; each line is
+ * then normalised (uid numbers, exact values) into one transaction for one
+ * write().
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -34,8 +37,12 @@ const char *const scope_names[NR_SCOPES] = { MRPIN_RULE_SCOPE_NAMES };
 static const char *const actions[] = { MRPIN_ACTION_NAMES, NULL };
 static const char *const stack_actions[] = { MRPIN_STACK_ACTION_NAMES, NULL };
 static const char *const on_off[] = { MRPIN_ON_OFF_NAMES, NULL };
+static const char *const count_modes[] = { MRPIN_COUNT_NAMES, NULL };
 
-/* The keys; from K_GLOBAL_ONLY on, the global rule's own. */
+/*
+ * The keys; K_COUNT is the global and process rules' only, and from
+ * K_GLOBAL_ONLY on, the global rule's own.
+ */
 const struct key_desc keys[NR_KEYS] = {
 	[K_MAX_PINNED] = { MRPIN_KEY_NAME_MAX_PINNED, KT_BYTES_PCT, NULL,
 		"bytes with an optional K, M, G or T suffix, N% of RAM, or unlimited" },
@@ -44,6 +51,7 @@ const struct key_desc keys[NR_KEYS] = {
 	[K_MAX_PIN_SIZE] = { MRPIN_KEY_NAME_MAX_PIN_SIZE, KT_BYTES, NULL,
 		"bytes with an optional K, M, G or T suffix, or unlimited" },
 	[K_ACTION] = { MRPIN_KEY_NAME_ACTION, KT_WORD, actions, "enforce or warn" },
+	[K_COUNT] = { MRPIN_KEY_NAME_COUNT, KT_WORD, count_modes, "registered or distinct" },
 	[K_STACK] = { MRPIN_KEY_NAME_STACK, KT_WORD, stack_actions, "allow, warn or deny" },
 	[K_OVERSIZE] = { MRPIN_KEY_NAME_OVERSIZE, KT_BYTES, NULL,
 		"bytes with an optional K, M, G or T suffix, or unlimited" },
@@ -213,6 +221,30 @@ static int find_key(const char *tok, size_t len)
 	return -1;
 }
 
+/* The keys a rule of @scope takes besides the four of every rule. */
+static const char *scope_keys(enum scope scope)
+{
+	if (scope == SC_GLOBAL)
+		return " (global also: count, stack, oversize, mr_table_warn, callsites, log_failures)";
+	if (scope == SC_PROCESS)
+		return " (process also: count)";
+	return "";
+}
+
+/* Is key @k one that rules of @scope do not take?  Then why, in @e. */
+static int key_out_of_scope(int k, enum scope scope, int i,
+			    struct cfg_err *e)
+{
+	if (k >= K_GLOBAL_ONLY && scope != SC_GLOBAL)
+		return err_at(e, i, 0, "'%s' is a key of the global rule only",
+			      keys[k].name);
+	if (k == K_COUNT && scope != SC_GLOBAL && scope != SC_PROCESS)
+		return err_at(e, i, 0,
+			      "'%s' is a key of the global and process rules only",
+			      keys[k].name);
+	return 0;
+}
+
 /* Token @i, "KEY=VALUE", into @r. */
 static int parse_key(char *tok, int i, struct rule *r, struct cfg_err *e)
 {
@@ -232,11 +264,9 @@ static int parse_key(char *tok, int i, struct rule *r, struct cfg_err *e)
 	if (k < 0)
 		return err_at(e, i, 0,
 			      "unknown key '%.*s': expected max_pinned, max_pins, max_pin_size or action%s",
-			      (int)len, tok, r->scope != SC_GLOBAL ? "" :
-			      " (global also: stack, oversize, mr_table_warn, callsites, log_failures)");
-	if (k >= K_GLOBAL_ONLY && r->scope != SC_GLOBAL)
-		return err_at(e, i, 0, "'%s' is a key of the global rule only",
-			      keys[k].name);
+			      (int)len, tok, scope_keys(r->scope));
+	if (key_out_of_scope(k, r->scope, i, e))
+		return -1;
 	if (r->set & (1U << k))
 		return err_at(e, i, 0, "'%s' given twice", keys[k].name);
 	why = set_value(r, k, eq + 1);
@@ -527,6 +557,27 @@ bool rule_max_pinned(const struct rule *r, uint64_t ram, uint64_t *max)
 	return ram;
 }
 
+/*
+ * Does @r's max_pinned count distinct bytes (count=distinct)?  A module
+ * that does not print count= counts every registration.
+ */
+bool rule_counts_distinct(const struct rule *r)
+{
+	return (r->set & (1U << K_COUNT)) && r->val[K_COUNT] == COUNT_DISTINCT;
+}
+
+/*
+ * What the global rule @r holds against its max_pinned, from @s: the
+ * distinct bytes when it counts them and the module gives them, else
+ * every registration's.
+ */
+uint64_t rule_usage(const struct rule *r, const struct stats *s)
+{
+	if (rule_counts_distinct(r) && s->distinct_known)
+		return s->distinct_bytes;
+	return s->pinned_bytes;
+}
+
 /* --- the policy, to check a transaction against --- */
 
 static void rule_unlimited(struct rule *r, enum scope s)
@@ -535,7 +586,9 @@ static void rule_unlimited(struct rule *r, enum scope s)
 	r->scope = s;
 	r->val[K_MAX_PINNED] = r->val[K_MAX_PINS] = UNLIMITED;
 	r->val[K_MAX_PIN_SIZE] = r->val[K_OVERSIZE] = UNLIMITED;
-	r->set = (1U << K_GLOBAL_ONLY) - 1;
+	/* The keys of every rule; count= only once a module prints it. */
+	r->set = (1U << K_MAX_PINNED) | (1U << K_MAX_PINS) |
+		 (1U << K_MAX_PIN_SIZE) | (1U << K_ACTION);
 }
 
 void policy_init(struct policy *p)

@@ -17,13 +17,15 @@
 #define MAX_EVIDENCE	16
 #define MAX_FRAMES	16
 
-enum severity { SEV_HIGH, SEV_MEDIUM, SEV_LOW, NR_SEVERITIES };
+/* SEV_INFO: worth knowing, not a mistake (doctor still exits 0). */
+enum severity { SEV_HIGH, SEV_MEDIUM, SEV_LOW, SEV_INFO, NR_SEVERITIES };
 
 /* The kinds of finding, in the order they are printed within a severity. */
 enum fkind {
 	FK_GLOBAL_LIMIT, FK_MR_TABLE, FK_STACK, FK_DENIED, FK_FAILED,
 	FK_LEAK_EXIT, FK_SMALL_PAGES, FK_CHURN, FK_OVERSIZED, FK_OVER_LIMIT,
-	FK_MISALIGNED, FK_MISALIGNED_2M, FK_LEAK_SUSPECT, NR_FKINDS,
+	FK_MISALIGNED, FK_MISALIGNED_2M, FK_LEAK_SUSPECT, FK_DUPLICATE,
+	NR_FKINDS,
 };
 
 /* What a finding is about. */
@@ -75,6 +77,7 @@ struct finding {
 	struct site *site;	/* FK_LEAK_SUSPECT */
 	char *message;
 	const char *advice;
+	char *advice_buf;	/* the advice, when made for this finding */
 };
 
 /* The tables as read, and the findings. */

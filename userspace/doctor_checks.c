@@ -15,6 +15,9 @@
  *   low     starts not aligned to a page, large pins not aligned to 2 MiB;
  *           with callsites=on, where each process registered its oldest
  *           and its biggest live pins (the leak suspects)
+ *   info    processes that register the same memory several times (their
+ *           registered bytes at least DUPLICATE_TIMES their distinct bytes):
+ *           VmPin and RLIMIT_MEMLOCK count each registration
  *
  * The thresholds are the defines below (mrpinctl(8) documents them).  The
  * checks only read the tables, except check_pins(), which sorts the pins
@@ -36,6 +39,8 @@
 #define MR_TABLE_PCT		80		/* when the module has no mr_table_warn */
 #define PAGE_4K			4096ULL
 #define HUGE_2M			(2ULL << 20)
+#define DUPLICATE_TIMES		2		/* registered / distinct bytes */
+#define MAX_DEVICES		64		/* told apart per process */
 
 #define MAX_CALLERS	3
 
@@ -48,48 +53,67 @@
 
 /* --- the global limit, and RAM --- */
 
+/*
+ * The global limit nearly used up, by what it counts (count=distinct: the
+ * distinct bytes, where the module gives them); without a limit, RAM
+ * nearly full of pinned memory (distinct: RAM holds it once).
+ */
 static void check_global(struct doctor *d)
 {
 	const struct rule *g = &d->policy.global;
-	uint64_t ram = d->stats.ram_bytes, pinned = d->stats.pinned_bytes, max;
+	uint64_t ram = d->stats.ram_bytes, max;
+	uint64_t pinned = rule_usage(g, &d->stats);
+	uint64_t in_ram = stats_ram_pinned(&d->stats);
 	bool warn = g->val[K_ACTION], over;
+	bool distinct = d->stats.distinct_known;
 	const char *mode = warn ? "warn" : "enforce";
+	const char *counted = rule_counts_distinct(g) && distinct ?
+			      " (distinct)" : "";
 	struct finding *f;
 
 	if (!rule_max_pinned(g, ram, &max))
 		return;		/* N% of a RAM the snapshot does not tell */
 	over = pinned > max;
 	if (max == UNLIMITED) {
-		if (!pct_at_least(pinned, ram, RAM_PCT))
+		if (!pct_at_least(in_ram, ram, RAM_PCT))
 			return;
-		f = finding_new(d, SEV_HIGH, FK_GLOBAL_LIMIT, pinned);
-		ev_add(f, "pinned_bytes", EV_BYTES, pinned);
+		f = finding_new(d, SEV_HIGH, FK_GLOBAL_LIMIT, in_ram);
+		ev_add(f, "pinned_bytes", EV_BYTES, d->stats.pinned_bytes);
+		if (distinct)
+			ev_add(f, "distinct_bytes", EV_BYTES, in_ram);
 		ev_add(f, "ram_bytes", EV_BYTES, ram);
-		ev_pct(f, "ram_percent", pct_exact(pinned, ram));
-		f->message = strfmt("pinned memory is %llu%% of RAM (%s), with no global limit",
-				    (unsigned long long)pct_floor(pinned, ram),
-				    bytes_str(pinned));
+		ev_pct(f, "ram_percent", pct_exact(in_ram, ram));
+		f->message = strfmt("pinned memory%s is %llu%% of RAM (%s), with no global limit",
+				    distinct ? " (distinct)" : "",
+				    (unsigned long long)pct_floor(in_ram, ram),
+				    bytes_str(in_ram));
 		f->advice = "set one: mrpinctl limit set global max_pinned=50%";
 		return;
 	}
 	if (!pct_at_least(pinned, max, GLOBAL_PCT))
 		return;
 	f = finding_new(d, SEV_HIGH, FK_GLOBAL_LIMIT, pinned);
-	ev_add(f, "pinned_bytes", EV_BYTES, pinned);
+	ev_add(f, "pinned_bytes", EV_BYTES, d->stats.pinned_bytes);
+	if (distinct)
+		ev_add(f, "distinct_bytes", EV_BYTES, d->stats.distinct_bytes);
 	ev_add(f, "global_max_pinned", EV_BYTES, max);
 	if (g->is_pct)
 		ev_add(f, "global_max_pinned_percent", EV_COUNT, g->pct);
 	ev_pct(f, "limit_percent", pct_exact(pinned, max));
 	ev_str(f, "action", mode);
+	if (g->set & (1U << K_COUNT))
+		ev_str(f, "count", rule_counts_distinct(g) ? "distinct" :
+							      "registered");
 	if (g->is_pct) {
 		ev_add(f, "ram_bytes", EV_BYTES, ram);
-		ev_pct(f, "ram_percent", pct_exact(pinned, ram));
-		f->message = strfmt("pinned memory is %llu%% of RAM (global limit %u%% in %s mode)",
+		ev_pct(f, "ram_percent", pct_exact(in_ram, ram));
+		f->message = strfmt("pinned memory%s is %llu%% of RAM (global limit %u%% in %s mode)",
+				    counted,
 				    (unsigned long long)pct_floor(pinned, ram),
 				    g->pct, mode);
 	} else {
-		f->message = strfmt("pinned memory is %s, %llu%% of the global limit of %s (%s mode)",
-				    bytes_str(pinned),
+		f->message = strfmt("pinned memory%s is %s, %llu%% of the global limit of %s (%s mode)",
+				    counted, bytes_str(pinned),
 				    (unsigned long long)pct_floor(pinned, max),
 				    bytes_str(max), mode);
 	}
@@ -917,6 +941,77 @@ static void check_callsites(struct doctor *d)
 	}
 }
 
+/* --- memory registered several times --- */
+
+/* The devices that @pid's live pins are on. */
+static unsigned int proc_devices(const struct doctor *d, uint64_t pid)
+{
+	const char *seen[MAX_DEVICES];
+	unsigned int n = 0, j;
+	const struct pin_row *p;
+	size_t i;
+
+	for (i = 0; i < d->pins.nrows && n < MAX_DEVICES; i++) {
+		p = PIN(d, i);
+		if (p->pid != pid)
+			continue;
+		for (j = 0; j < n && strcmp(seen[j], p->device); j++)
+			;
+		if (j == n)
+			seen[n++] = p->device;
+	}
+	return n;
+}
+
+/*
+ * A process whose registrations count at least DUPLICATE_TIMES the memory
+ * they pin: what it registers several times (on several devices, or in
+ * overlapping MRs) is charged to VmPin and RLIMIT_MEMLOCK each time.
+ * Not a mistake, but RLIMIT_MEMLOCK must allow it; only a module that
+ * gives the distinct bytes tells.
+ */
+static void duplicate_finding(struct doctor *d, const struct proc_row *p)
+{
+	unsigned int devices = proc_devices(d, p->pid);
+	char on[48] = "";
+	struct finding *f;
+
+	f = finding_new(d, SEV_INFO, FK_DUPLICATE,
+			p->pinned_bytes - p->distinct_bytes);
+	subject_process(f, p->pid, p->comm);
+	ev_add(f, "pinned_bytes", EV_BYTES, p->pinned_bytes);
+	ev_add(f, "distinct_bytes", EV_BYTES, p->distinct_bytes);
+	ev_add(f, "vm_pinned_bytes", EV_BYTES, p->vm_pinned_bytes);
+	ev_add(f, "memlock_bytes", EV_BYTES_LIMIT, p->memlock_bytes);
+	ev_add(f, "devices", EV_COUNT, devices);
+	if (devices > 1)
+		snprintf(on, sizeof(on), " on %u devices", devices);
+	f->message = strfmt("pid %llu (%s) registers the same memory several times%s: VmPin and RLIMIT_MEMLOCK count %s, %s is pinned",
+			    (unsigned long long)p->pid, p->comm, on,
+			    bytes_str(p->pinned_bytes),
+			    bytes_str(p->distinct_bytes));
+	f->advice_buf = strfmt("RLIMIT_MEMLOCK (systemd LimitMEMLOCK=, ulimit -l) is charged as VmPin is: it must allow %s, not %s; a mrpin rule with count=distinct bounds what is really pinned (mrpinctl limit set process count=distinct max_pinned=SIZE)",
+			       bytes_str(p->pinned_bytes),
+			       bytes_str(p->distinct_bytes));
+	f->advice = f->advice_buf;
+}
+
+static void check_duplicates(struct doctor *d)
+{
+	const struct proc_row *p;
+	size_t i;
+
+	if (!tbl_has(&d->procs, "distinct_bytes"))
+		return;
+	for (i = 0; i < d->procs.nrows; i++) {
+		p = PROC(d, i);
+		if (p->distinct_bytes &&
+		    pct_at_least(p->pinned_bytes, p->distinct_bytes,
+				 DUPLICATE_TIMES * 100))
+			duplicate_finding(d, p);
+	}
+}
+
 /*
  * Every check, on the tables of @d: the findings in d->f, worst first.
  * Returns 0, or EXIT_FAIL when a table holds what does not parse (said).
@@ -938,6 +1033,7 @@ int doctor_check(struct doctor *d)
 		return ret;
 	check_pins(d);
 	check_callsites(d);
+	check_duplicates(d);
 	findings_sort(d);
 	return 0;
 }

@@ -152,6 +152,7 @@ static void finding_free(struct finding *f)
 		free(f->ev[i].s);
 	site_free(f->site);
 	free(f->message);
+	free(f->advice_buf);
 }
 
 /* Worst first: by severity, kind, weight, then pid and message. */

@@ -204,6 +204,7 @@ extern const char *const cause_names[NR_CAUSES];
 struct stats {
 	uint64_t pins;
 	uint64_t pinned_bytes;
+	uint64_t distinct_bytes;	/* the union of the pinned ranges */
 	uint64_t peak_pinned_bytes;
 	uint64_t pins_total;
 	uint64_t releases_total;
@@ -215,6 +216,7 @@ struct stats {
 	uint64_t failures_total;	/* the kernel's pins that failed */
 	uint64_t failures[NR_CAUSES];	/* ... by cause */
 	bool failures_known;	/* the module counts them (failures_total) */
+	bool distinct_known;	/* the module counts them (distinct_bytes) */
 };
 
 struct dev_row {
@@ -232,6 +234,7 @@ struct proc_row {
 	char *cgroup;
 	uint64_t pins;
 	uint64_t pinned_bytes;
+	uint64_t distinct_bytes;	/* optional: its pinned ranges' union */
 	uint64_t peak_bytes;
 	uint64_t vm_pinned_bytes;
 	uint64_t memlock_bytes;
@@ -316,6 +319,7 @@ struct event {
 #define ERRNO_UNKNOWN UINT64_MAX
 
 int load_stats(struct stats *s);
+uint64_t stats_ram_pinned(const struct stats *s);
 int load_devs(struct table *t);
 int load_procs(struct table *t);
 int load_pins(struct table *t);
@@ -422,6 +426,7 @@ enum lkey {
 	K_MAX_PINS = MRPIN_KEY_MAX_PINS,
 	K_MAX_PIN_SIZE = MRPIN_KEY_MAX_PIN_SIZE,
 	K_ACTION = MRPIN_KEY_ACTION,
+	K_COUNT = MRPIN_KEY_COUNT,		/* global and process only */
 	K_STACK = MRPIN_KEY_STACK,		/* global only from here */
 	K_OVERSIZE = MRPIN_KEY_OVERSIZE,
 	K_MR_TABLE_WARN = MRPIN_KEY_MR_TABLE_WARN,
@@ -430,6 +435,9 @@ enum lkey {
 	NR_KEYS = MRPIN_NR_KEYS,
 	K_GLOBAL_ONLY = MRPIN_KEY_GLOBAL_ONLY,
 };
+
+/* The values of count= (MRPIN_COUNT_NAMES): what max_pinned counts. */
+enum count_mode { COUNT_REGISTERED, COUNT_DISTINCT };
 
 /* How a key's value is written. */
 enum ktype {
@@ -496,6 +504,8 @@ int policy_apply(struct policy *p, const struct rule *r, struct cfg_err *e);
 int policy_parse_text(struct policy *p, const char *src, char *text);
 int policy_load(struct policy *p);
 bool rule_max_pinned(const struct rule *r, uint64_t ram, uint64_t *max);
+bool rule_counts_distinct(const struct rule *r);
+uint64_t rule_usage(const struct rule *r, const struct stats *s);
 int limits_write(const char *text, size_t len, const char *const *origin);
 
 /*

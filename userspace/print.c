@@ -475,6 +475,9 @@ static void list_render(struct text_list *l)
 				w[i] = text_width(cell);
 		}
 		natural[i] = w[i];
+		/* Plain: a column empty in every row takes no room. */
+		if (l->no_header && !w[i])
+			show[i] = false;
 	}
 	fit(l, w, show, natural);
 	if (!l->no_header)

@@ -430,6 +430,7 @@ const char *const cause_names[NR_CAUSES] = { MRPIN_FAIL_CAUSE_NAMES };
 static const struct tbl_field stats_fields[] = {
 	F(struct stats, pins, TF_U64),
 	F(struct stats, pinned_bytes, TF_U64),
+	F_OPT(struct stats, distinct_bytes, TF_U64),
 	F(struct stats, peak_pinned_bytes, TF_U64),
 	F(struct stats, pins_total, TF_U64),
 	F(struct stats, releases_total, TF_U64),
@@ -464,6 +465,7 @@ static const struct tbl_field proc_fields[] = {
 	F(struct proc_row, cgroup, TF_STR),
 	F(struct proc_row, pins, TF_U64),
 	F(struct proc_row, pinned_bytes, TF_U64),
+	F_OPT(struct proc_row, distinct_bytes, TF_U64),
 	F(struct proc_row, peak_bytes, TF_U64),
 	F(struct proc_row, vm_pinned_bytes, TF_U64),
 	F(struct proc_row, memlock_bytes, TF_LIMIT),
@@ -548,7 +550,8 @@ static const struct tbl_field event_fields[] = {
  * from another machine is read with that machine's RAM.  Modules from
  * before that line have none: on the live debugfs the RAM is this
  * machine's; a snapshot without it has no RAM to tell (0).  Those before
- * failures_total did not count the kernel's failed pins.
+ * failures_total did not count the kernel's failed pins, those before
+ * distinct_bytes the union of what is pinned.
  */
 int load_stats(struct stats *s)
 {
@@ -562,7 +565,18 @@ int load_stats(struct stats *s)
 		s->ram_bytes = host_ram_bytes();
 	s->failures_known = field_have(stats_fields, ARRAY_SIZE(stats_fields),
 				       have, "failures_total");
+	s->distinct_known = field_have(stats_fields, ARRAY_SIZE(stats_fields),
+				       have, "distinct_bytes");
 	return ret;
+}
+
+/*
+ * The RAM that pins hold: the distinct bytes, where the module counts them
+ * (memory registered several times is in RAM once), else every pin's.
+ */
+uint64_t stats_ram_pinned(const struct stats *s)
+{
+	return s->distinct_known ? s->distinct_bytes : s->pinned_bytes;
 }
 
 int load_devs(struct table *t)

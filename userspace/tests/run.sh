@@ -171,6 +171,10 @@ golden_tests() {
 	STATUS=1 golden doctor mistakes doctor
 	STATUS=1 golden json-doctor mistakes -p doctor
 	golden doctor-clean clean doctor
+	golden proc-distinct mistakes proc
+	golden limit-count mistakes limit
+	golden json-limit-count mistakes -p limit
+	golden export-distinct mistakes export prometheus --per-process
 }
 
 # --- RAM: N% of RAM is a share of the snapshot's RAM, not the reader's ---
@@ -278,13 +282,13 @@ json_tests() {
 # failed: exit 2 ---
 
 doctor_tests() {
-	local kinds='global-limit mr-table stack denied failed leak-exit 4k-pages churn oversized over-limit misaligned misaligned-2m leak-suspect'
+	local kinds='global-limit mr-table stack denied failed leak-exit 4k-pages churn oversized over-limit misaligned misaligned-2m leak-suspect duplicate'
 	run "$snaps/mistakes" -j doctor
 	check "doctor: mistakes exit 1, valid JSON" eval 'clean && [ $rc = 1 ] && json_valid'
 	check "doctor: every kind of finding" json_is \
 		"sorted(set(f['kind'] for f in d)) == sorted('$kinds'.split())"
-	check "doctor: worst first (high, medium, low)" json_is \
-		'[f["severity"] for f in d] == sorted((f["severity"] for f in d), key=["high", "medium", "low"].index)'
+	check "doctor: worst first (high, medium, low, info)" json_is \
+		'[f["severity"] for f in d] == sorted((f["severity"] for f in d), key=["high", "medium", "low", "info"].index)'
 	check "doctor: the order of the kinds within a severity" json_is \
 		'[f["kind"] for f in d if f["severity"] == "high"] == ["global-limit", "mr-table", "stack", "stack", "denied", "denied", "denied"] + ["failed"] * 9'
 	check "doctor: every finding has severity, kind, subject, evidence, message, advice" json_is \
@@ -300,7 +304,7 @@ doctor_tests() {
 	check "doctor: MR table now, and a mark crossed before" json_is \
 		'[(f["severity"], f["subject"]["device"]) for f in d if f["kind"] == "mr-table"] == [("high", "rxe0"), ("medium", "mlx5_1")] and d[1]["evidence"]["pins"] == 436000 and d[1]["evidence"]["mr_table_warn_percent"] == 80'
 	check "doctor: the global limit in warn mode" json_is \
-		'd[0]["kind"] == "global-limit" and d[0]["evidence"]["pinned_bytes"] == 49391398912 and d[0]["evidence"]["global_max_pinned"] == 40 << 30 and d[0]["evidence"]["action"] == "warn"'
+		'd[0]["kind"] == "global-limit" and d[0]["evidence"]["pinned_bytes"] == 50465140736 and d[0]["evidence"]["distinct_bytes"] == 49928269824 and d[0]["evidence"]["count"] == "distinct" and abs(d[0]["evidence"]["limit_percent"] - 100.0 * 49928269824 / (40 << 30)) < 1e-3 and d[0]["evidence"]["global_max_pinned"] == 40 << 30 and d[0]["evidence"]["action"] == "warn"'
 	check "doctor: refusals by process and limit; comm and cgroup unescaped" json_is \
 		'[(f["subject"]["comm"], f["evidence"]["scope"], f["evidence"]["key"], f["evidence"]["events"]) for f in d if f["kind"] == "denied"] == [("mrpin_pinner", "process", "max_pinned", 2), ("ib_write_bw", "cgroup:/system.slice/perftest runs.service", "max_pins", 1), ("pin ner", "global", "max_pin_size", 1)]'
 	check "doctor: failures by process and cause, exact" json_is \
@@ -317,7 +321,7 @@ doctor_tests() {
 		'sorted(f["evidence"]["which"] for f in d if f["kind"] == "leak-suspect") == ["biggest", "oldest"] and all(f["evidence"]["caller"]["object"] is None and len(f["evidence"]["frames"]) == 4 for f in d if f["kind"] == "leak-suspect")'
 	run "$snaps/mistakes" doctor
 	check "doctor: text, one line a finding with its advice, then the count" eval \
-		'[ $rc = 1 ] && [ "$(grep -c "; " "$out/stdout")" = 31 ] && tail -n1 "$out/stdout" | grep -qx "31 findings: 16 high, 11 medium, 4 low"'
+		'[ $rc = 1 ] && [ "$(grep -c "; " "$out/stdout")" = 32 ] && tail -n1 "$out/stdout" | grep -qx "32 findings: 16 high, 11 medium, 4 low, 1 info"'
 	check "doctor: a memlock failure in words: the limit, VmPin, where to raise it" grep -qF \
 		"pid 212 (ib_write_bw) could not register 8.1 MiB: RLIMIT_MEMLOCK is 8.0 MiB and VmPin was 8.0 MiB (2 failures, the last at Nov 30 02:39:22); raise RLIMIT_MEMLOCK where the program is started (systemd LimitMEMLOCK=" "$out/stdout"
 	run "$snaps/clean" -j doctor
@@ -371,6 +375,154 @@ doctor_callsite_test() {
 	run "$out/snap" doctor
 	check "doctor: the same process gone: raw frames" \
 		grep -qF "were registered from $frames (not symbolized: the process is gone)" "$out/stdout"
+}
+
+# --- distinct bytes: memory registered several times counts once; a
+# module without them (basic) shows what it did before ---
+
+distinct_tests() {
+	run "$snaps/mistakes" status
+	check "distinct: status: registered bytes, registrations, distinct bytes" eval \
+		'clean && [ $rc = 0 ] && grep -qx "Pinned: *47.0 GiB in 57 registrations, 46.5 GiB distinct" "$out/stdout" &&
+		 grep -qx "Global limit: *40.0 GiB, warn, count=distinct" "$out/stdout" &&
+		 grep -q "^ *PID .* PINNED  DISTINCT" "$out/stdout"'
+	run "$snaps/mistakes" -j status
+	check "distinct: status JSON: distinct_bytes; RAM and the global limit by distinct bytes" json_is \
+		'd["pinned_bytes"] == 50465140736 and d["distinct_bytes"] == 49928269824 and d["global_count"] == "distinct" and abs(d["global_limit_percent"] - 100.0 * 49928269824 / (40 << 30)) < 1e-3 and abs(d["ram_percent"] - 100.0 * 49928269824 / 68719476736) < 1e-3 and [p["distinct_bytes"] for p in d["top_procs"] if p["pid"] == 7100] == [536870912]'
+	run "$snaps/basic" status
+	check "distinct: status of a module without them: the bytes alone, no column" eval \
+		'clean && [ $rc = 0 ] && grep -qx "Pinned: *32.0 GiB" "$out/stdout" &&
+		 grep -qx "Global limit: *[0-9.]* GiB (50% of RAM), enforce" "$out/stdout" && ! grep -q DISTINCT "$out/stdout"'
+	run "$snaps/basic" -j status
+	check "distinct: status JSON of a module without them: none" json_is \
+		'"distinct_bytes" not in d and "global_count" not in d and not any("distinct_bytes" in p for p in d["top_procs"])'
+	scratch mistakes
+	sed -i '/^distinct_bytes /d' "$out/snap/stats"
+	run "$out/snap" -j status
+	check "distinct: stats without the line, procs with the column" json_is \
+		'"distinct_bytes" not in d and d["pinned_bytes"] == 50465140736 and abs(d["global_limit_percent"] - 100.0 * 50465140736 / (40 << 30)) < 1e-3 and all("distinct_bytes" in p for p in d["top_procs"])'
+	scratch mistakes
+	sed -i 's/^\(7100 [^ ]* [^ ]* [^ ]* [^ ]* [^ ]*\) 536870912 /\1 half /' "$out/snap/procs"
+	run "$out/snap" proc
+	check "distinct: a bad distinct_bytes: exit 1, named" fails_with 1 \
+		"snap/procs:9: column 'distinct_bytes': expected a number, found 'half'"
+	run "$snaps/mistakes" -j proc
+	check "distinct: proc JSON: distinct_bytes of every process" json_is \
+		'{p["pid"]: p["distinct_bytes"] for p in d if p["distinct_bytes"] != p["pinned_bytes"]} == {7100: 536870912} and len(d) == 8'
+	run "$snaps/basic" -j proc
+	check "distinct: proc JSON of a module without them: none" json_is \
+		'not any("distinct_bytes" in p for p in d) and len(d) == 4'
+	run "$snaps/mistakes" top -n 1
+	check "distinct: top: the distinct bytes, and the column" eval \
+		'clean && [ $rc = 0 ] && grep -q "Pinned: 47.0 GiB  Distinct: 46.5 GiB  of RAM: 72.7%" "$out/stdout" &&
+		 grep -q "^ *PID .* PINNED  DISTINCT" "$out/stdout"'
+	run "$snaps/mistakes" -j top -n 1
+	check "distinct: top JSON: distinct_bytes, in total and per process" json_is \
+		'd["distinct_bytes"] == 49928269824 and [p["distinct_bytes"] for p in d["procs"] if p["pid"] == 7100] == [536870912]'
+	run "$snaps/basic" top -n 1
+	check "distinct: top of a module without them: neither" eval \
+		'clean && [ $rc = 0 ] && ! grep -qi distinct "$out/stdout"'
+	run "$snaps/mistakes" export prometheus --per-process
+	check "distinct: export: global and per-process gauges, with HELP and TYPE, valid" eval \
+		'[ $rc = 0 ] && "$here/promcheck.py" "$out/stdout" >/dev/null &&
+		 grep -qx "# TYPE mrpin_distinct_bytes gauge" "$out/stdout" &&
+		 grep -qx "mrpin_distinct_bytes 49928269824" "$out/stdout" &&
+		 grep -q "^# HELP mrpin_process_distinct_bytes ." "$out/stdout" &&
+		 grep -qx "# TYPE mrpin_process_distinct_bytes gauge" "$out/stdout" &&
+		 grep -qx "mrpin_process_distinct_bytes{pid=\"7100\",comm=\"allreduce\"} 536870912" "$out/stdout" &&
+		 grep -qx "mrpin_process_pinned_bytes{pid=\"7100\",comm=\"allreduce\"} 1073741824" "$out/stdout" &&
+		 [ "$(grep -c "^mrpin_process_distinct_bytes{" "$out/stdout")" = 8 ]'
+	run "$snaps/mistakes" export prometheus
+	check "distinct: export without --per-process: the global gauge only" eval \
+		'[ $rc = 0 ] && grep -qx "mrpin_distinct_bytes 49928269824" "$out/stdout" && ! grep -q "^mrpin_process_" "$out/stdout"'
+	run "$snaps/basic" export prometheus --per-process
+	check "distinct: export of a module without them: no distinct family" eval \
+		'[ $rc = 0 ] && ! grep -q distinct "$out/stdout"'
+	distinct_doctor_tests
+	count_limit_tests
+}
+
+# doctor: registered bytes at least twice the distinct ones, for information.
+distinct_doctor_tests() {
+	run "$snaps/mistakes" -j doctor
+	check "distinct: doctor: memory registered twice, on 2 devices, for information" json_is \
+		'[(f["severity"], f["subject"]["pid"], f["evidence"]["pinned_bytes"], f["evidence"]["distinct_bytes"], f["evidence"]["devices"], f["evidence"]["memlock_bytes"]) for f in d if f["kind"] == "duplicate"] == [("info", 7100, 1 << 30, 512 << 20, 2, 1 << 30)] and d[-1]["kind"] == "duplicate"'
+	run "$snaps/mistakes" doctor
+	check "distinct: doctor: the finding in words, with its advice" grep -qxF \
+		"info    pid 7100 (allreduce) registers the same memory several times on 2 devices: VmPin and RLIMIT_MEMLOCK count 1.0 GiB, 512 MiB is pinned; RLIMIT_MEMLOCK (systemd LimitMEMLOCK=, ulimit -l) is charged as VmPin is: it must allow 1.0 GiB, not 512 MiB; a mrpin rule with count=distinct bounds what is really pinned (mrpinctl limit set process count=distinct max_pinned=SIZE)" "$out/stdout"
+	scratch mistakes
+	sed -i 's/^\(7100 [^ ]* [^ ]* [^ ]* [^ ]* [^ ]*\) 536870912 /\1 536870913 /' "$out/snap/procs"
+	run "$out/snap" -j doctor
+	check "distinct: doctor: just under twice: nothing" json_is \
+		'not any(f["kind"] == "duplicate" for f in d) and len(d) == 31'
+	sed -i 's/^\(7100 [^ ]* [^ ]* [^ ]* [^ ]* [^ ]*\) 536870913 /\1 0 /' "$out/snap/procs"
+	run "$out/snap" -j doctor
+	check "distinct: doctor: no distinct bytes: nothing" json_is \
+		'not any(f["kind"] == "duplicate" for f in d)'
+	scratch mistakes
+	sed -i 's/^\(7100 [^ ]* [^ ]* [^ ]* [^ ]* [^ ]*\) 536870912 /\1 357913941 /' "$out/snap/procs"
+	sed -i 's/^57 7100 allreduce mlx5_1 /57 7100 allreduce mlx5_0 /' "$out/snap/pins"
+	run "$out/snap" doctor
+	check "distinct: doctor: three times, on one device: no device count" eval \
+		'[ $rc = 1 ] && grep -q "^info    pid 7100 (allreduce) registers the same memory several times: VmPin and RLIMIT_MEMLOCK count 1.0 GiB, 341 MiB is pinned; " "$out/stdout" &&
+		 tail -n1 "$out/stdout" | grep -qx "32 findings: 16 high, 11 medium, 4 low, 1 info"'
+	scratch mistakes
+	awk 'NR == 1 { $8 = "" } NR > 1 { $7 = "" } { print }' "$snaps/mistakes/procs" |
+		sed 's/  / /' >"$out/snap/procs"
+	run "$out/snap" -j doctor
+	check "distinct: doctor on a module without them: no such finding, the rest" eval \
+		'[ $rc = 1 ] && json_is "not any(f[\"kind\"] == \"duplicate\" for f in d) and len(d) == 31"'
+	scratch clean
+	sed -i 's/^\(2001 [^ ]* [^ ]* [^ ]* [^ ]* [^ ]*\) 1071710208 /\1 535855104 /' "$out/snap/procs"
+	run "$out/snap" doctor
+	check "distinct: doctor: only for information: exit 0, said" eval \
+		'clean && [ $rc = 0 ] && [ "$(wc -l <"$out/stdout")" = 2 ] &&
+		 grep -q "^info  pid 2001 (healthy) registers the same memory several times on 2 devices: " "$out/stdout" &&
+		 tail -n1 "$out/stdout" | grep -qx "no problems found (2 processes, 3 pins, 2 devices), 1 informational finding"'
+	run "$out/snap" -j doctor
+	check "distinct: doctor JSON: only for information: exit 0, the finding" eval \
+		'[ $rc = 0 ] && json_is "[(f[\"severity\"], f[\"kind\"], f[\"subject\"][\"pid\"]) for f in d] == [(\"info\", \"duplicate\", 2001)]"'
+}
+
+# count=: the global and process rules only.
+count_limit_tests() {
+	run "$snaps/mistakes" -j limit
+	check "count: limit JSON: the global and process rules' count" json_is \
+		'd[0]["count"] == "distinct" and d[1]["count"] == "registered" and "count" not in d[2]'
+	run "$snaps/basic" -j limit
+	check "count: limit JSON of a module without it: none" json_is \
+		'not any("count" in r for r in d)'
+	run "$snaps/basic" limit
+	check "count: limit of a module without it: none" eval \
+		'clean && [ $rc = 0 ] && ! grep -q count= "$out/stdout"'
+	scratch mistakes
+	run "$out/snap" limit set global count=registered
+	check "count: limit set global count=registered" eval \
+		'[ $rc = 0 ] && [ "$(cat "$out/snap/limits")" = "global count=registered" ]'
+	run "$out/snap" limit set process max_pinned=4G count=distinct
+	check "count: limit set process count=distinct, with max_pinned" eval \
+		'[ $rc = 0 ] && [ "$(cat "$out/snap/limits")" = "process max_pinned=4G count=distinct" ]'
+	scratch mistakes
+	run "$out/snap" limit set uid root count=distinct
+	check "count: refused on a uid rule, nothing written" eval \
+		'fails_with 2 "limit set: '"'"'count'"'"' is a key of the global and process rules only" &&
+		 cmp -s "$snaps/mistakes/limits" "$out/snap/limits"'
+	run "$out/snap" limit set cgroup / max_pinned=1G count=registered
+	check "count: refused on a cgroup rule, nothing written" eval \
+		'fails_with 2 "limit set: '"'"'count'"'"' is a key of the global and process rules only" &&
+		 cmp -s "$snaps/mistakes/limits" "$out/snap/limits"'
+	run "$out/snap" limit set global count=union
+	check "count: a bad value: the values named" fails_with 2 \
+		"bad value 'union' for count: expected registered or distinct"
+	run "$out/snap" limit set uid root frob=1
+	check "count: an unknown key on a uid rule: the keys of every rule" fails_with 2 \
+		"unknown key 'frob': expected max_pinned, max_pins, max_pin_size or action"
+	run "$out/snap" limit set process frob=1
+	check "count: an unknown key on the process rule: count named too" fails_with 2 \
+		"unknown key 'frob': expected max_pinned, max_pins, max_pin_size or action (process also: count)"
+	run "$out/snap" limit help
+	check "count: limit help names count" eval \
+		'[ $rc = 0 ] && grep -q "^         count  *global and process: what max_pinned counts" "$out/stdout"'
 }
 
 # --- bad command lines and bad configs: exit 2, one clear message ---
@@ -444,7 +596,7 @@ good_config_tests() {
 # `limit show` saved is a config that restores the same policy.
 roundtrip_tests() {
 	local dir
-	for dir in basic empty; do
+	for dir in basic empty mistakes; do
 		scratch $dir
 		# Cgroup rules must name cgroups that exist here: only /.
 		awk '$1 != "cgroup" || !seen[$2]++' "$snaps/$dir/limits" |
@@ -806,6 +958,7 @@ golden_tests
 ram_tests
 json_tests
 doctor_tests
+distinct_tests
 bad_args_tests
 bad_config_tests
 good_config_tests
