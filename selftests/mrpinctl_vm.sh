@@ -152,7 +152,7 @@ EOF
 ktap_check "apply_check_applies_nothing" test "$(cat "$LIMITS")" = "$default"
 "$CTL" apply "$tmp/good.conf"
 ktap_check "apply_good_file" \
-	bash -c "grep -qxF 'process max_pinned=64G max_pins=100000 max_pin_size=unlimited action=enforce' '$LIMITS' &&
+	bash -c "grep -qxF 'process max_pinned=64G max_pins=100000 max_pin_size=unlimited action=enforce count=registered' '$LIMITS' &&
 		grep -qxF 'uid 65534 max_pinned=8G max_pins=unlimited max_pin_size=unlimited action=warn' '$LIMITS' &&
 		grep -qxF 'cgroup /mrpinctl\\040test max_pinned=16G max_pins=unlimited max_pin_size=unlimited action=enforce' '$LIMITS'"
 cp "$LIMITS" "$tmp/before"
@@ -170,7 +170,7 @@ printf 'process max_pinned=3G action=warn\n' >/etc/mrpin.d/10-a.conf
 printf 'process max_pinned=9G\n' >/etc/mrpin.d/30-c.conf.disabled
 "$CTL" apply
 ktap_check "apply_default_files_later_keys_win" \
-	grep -qxF "process max_pinned=2G max_pins=50 max_pin_size=unlimited action=warn" "$LIMITS"
+	grep -qxF "process max_pinned=2G max_pins=50 max_pin_size=unlimited action=warn count=registered" "$LIMITS"
 rm -rf /etc/mrpin.conf /etc/mrpin.d
 "$CTL" limit reset
 
