@@ -100,21 +100,10 @@ static bool __check_distinct(struct __test_metadata *_metadata, uint64_t pins,
 #define check_distinct(pins, pinned, distinct)				\
 	__check_distinct(_metadata, pins, pinned, distinct)
 
-static char *map_pages(size_t len)
-{
-	char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (buf == MAP_FAILED)
-		return NULL;
-	memset(buf, 0x5a, len);
-	return buf;
-}
-
 TEST_F(distinct, one_buffer_on_two_devices_counts_once)
 {
 	size_t len = MiB;
-	char *buf = map_pages(len + 2 * PAGE);
+	char *buf = mrpin_map_touched(len + 2 * PAGE);
 	struct mrpin_stats before, during;
 	struct ibv_mr *a, *b;
 	uint64_t bytes;
@@ -184,7 +173,7 @@ static uint64_t model_union(const char *buf, const struct model_mr *mrs,
 TEST_F(distinct, random_overlapping_mrs_match_the_union_of_their_pages)
 {
 	size_t len = MODEL_PAGES * PAGE;
-	char *buf = map_pages(len);
+	char *buf = mrpin_map_touched(len);
 	struct model_mr mrs[MODEL_MRS];
 	unsigned int seed = time(NULL) ^ getpid();
 	uint64_t want, pinned;
@@ -256,7 +245,7 @@ static void child_registers_twice(char *buf, size_t len, int in, int out)
 TEST_F(distinct, a_forked_child_counts_its_own_and_exit_takes_it_back)
 {
 	size_t len = 256 * KiB;
-	char *buf = map_pages(len);
+	char *buf = mrpin_map_touched(len);
 	struct mrpin_proc_row child;
 	struct mrpin_stats before, during, after;
 	struct ibv_mr *mr;
@@ -331,7 +320,7 @@ static bool limits_line_has(const char *prefix, const char *word)
 TEST_F(distinct, the_global_cap_counts_distinct_bytes_by_default)
 {
 	size_t len = MiB;
-	char *buf = map_pages(2 * len);
+	char *buf = mrpin_map_touched(2 * len);
 	struct mrpin_stats start, now;
 	struct ibv_mr *a, *b;
 	uint64_t cap, from;
@@ -374,7 +363,7 @@ TEST_F(distinct, the_process_rule_counts_as_it_says)
 {
 	size_t len = MiB;
 	uint64_t limit = len + len / 4, from;
-	char *buf = map_pages(2 * len);
+	char *buf = mrpin_map_touched(2 * len);
 	struct ibv_mr *a, *b;
 
 	ASSERT_NE(NULL, buf);
