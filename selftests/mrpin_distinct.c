@@ -8,6 +8,7 @@
  *  - one buffer registered on both devices: VmPin, and mrpin's
  *    pinned_bytes, count it twice; distinct_bytes once, in `procs` and in
  *    `stats`, until the last of the two MRs goes;
+ *  - overlapping MRs on one device count the union of their pages;
  *  - random unaligned, overlapping MRs on both devices, registered and
  *    deregistered in a random order: after every step distinct_bytes is
  *    the size of the union of their pages, computed here page by page;
@@ -127,6 +128,30 @@ TEST_F(distinct, one_buffer_on_two_devices_counts_once)
 	do_dereg(b);
 	check_distinct(0, 0, 0);
 	munmap(buf, len + 2 * PAGE);
+}
+
+TEST_F(distinct, overlapping_mrs_on_one_device_count_their_union)
+{
+	size_t len = 16 * PAGE;
+	char *buf = mrpin_map_touched(len);
+	struct ibv_mr *a, *b, *c;
+
+	ASSERT_NE(NULL, buf);
+	self->f.quiet = true;
+	/* Pages 0-7 and 4-11; then 2-5, inside both, unaligned both ends. */
+	do_reg(self->f.pd, buf, 8 * PAGE, &a);
+	do_reg(self->f.pd, buf + 4 * PAGE, 8 * PAGE, &b);
+	check_distinct(2, 16 * PAGE, 12 * PAGE);
+	do_reg(self->f.pd, buf + 2 * PAGE + 100, 3 * PAGE, &c);
+	check_distinct(3, 20 * PAGE, 12 * PAGE);
+	/* Pages 0-3 are a's alone; 4-7 stay b's, 2-5 c's. */
+	do_dereg(a);
+	check_distinct(2, 12 * PAGE, 10 * PAGE);
+	do_dereg(b);
+	check_distinct(1, 4 * PAGE, 4 * PAGE);
+	do_dereg(c);
+	check_distinct(0, 0, 0);
+	munmap(buf, len);
 }
 
 #define MODEL_PAGES	64
