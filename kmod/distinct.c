@@ -18,8 +18,8 @@
  *
  *	pins:      [=====A=====)
  *	                 [====B====)
- *	points:    a0          a1  b1      (a0: opens 1, cover 1)
- *	                 b0                (b0: opens 1, cover 2, ...)
+ *	points:    a0    b0    a1  b1      a0, b0: opens 1; a1, b1: closes 1
+ *	cover:        1     2     1    0
  *
  * A pin of [s, e) (page-aligned, as the kernel pins whole pages):
  *   mrpin_distinct_new_bytes()	the bytes of [s, e) no live pin covers:
