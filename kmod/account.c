@@ -480,7 +480,9 @@ static void mrpin_counter_sub(struct mrpin_counter *c, u64 bytes,
 {
 	bool pins_ok = mrpin_counter_try_sub(&c->pins, 1);
 	bool bytes_ok = mrpin_counter_try_sub(&c->pinned_bytes, bytes);
-	bool distinct_ok = mrpin_counter_try_sub(&c->distinct_bytes, distinct);
+	/* The owners but the machine and the process have none: no atomic. */
+	bool distinct_ok = !distinct ||
+			   mrpin_counter_try_sub(&c->distinct_bytes, distinct);
 
 	WARN_ONCE(!pins_ok || !bytes_ok || !distinct_ok,
 		  "mrpin: uncharge of %llu bytes below zero\n", bytes);
@@ -518,7 +520,8 @@ static void mrpin_counter_add(struct mrpin_counter *c, u64 bytes,
 {
 	atomic64_inc(&c->pins);
 	atomic64_add(bytes, &c->pinned_bytes);
-	atomic64_add(distinct, &c->distinct_bytes);
+	if (distinct)
+		atomic64_add(distinct, &c->distinct_bytes);
 }
 
 /*
@@ -564,7 +567,8 @@ static bool mrpin_level_try_charge(struct mrpin_counter *c,
 		v->key = MRPIN_MAX_PINS;
 		v->usage = usage;
 	} else {
-		atomic64_add(rest, other);
+		if (rest)
+			atomic64_add(rest, other);
 		return true;
 	}
 	v->scope = scope;
