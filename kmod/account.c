@@ -529,7 +529,9 @@ static void mrpin_counter_add(struct mrpin_counter *c, u64 bytes,
  * would be crossed (described in *v): the level is then left uncharged.  A
  * limit crossed in warn mode is reported and counted here, and the level is
  * charged all the same.  max_pinned bounds the pinned bytes, or the
- * distinct bytes under count=distinct; the other is charged unchecked.
+ * distinct bytes under count=distinct; the other is charged unchecked.  A
+ * pin that adds nothing to what max_pinned counts (memory already pinned,
+ * under count=distinct) never crosses it, even over a lowered limit.
  * Called under rcu_read_lock(), which keeps the policy the limits come
  * from.
  */
@@ -556,14 +558,16 @@ static bool mrpin_level_try_charge(struct mrpin_counter *c,
 	if (bytes > lim->max[MRPIN_MAX_PIN_SIZE]) {
 		v->key = MRPIN_MAX_PIN_SIZE;
 		v->usage = bytes;
-	} else if (!mrpin_counter_try_add(counted, asked,
+	} else if (asked &&
+		   !mrpin_counter_try_add(counted, asked,
 					  lim->max[MRPIN_MAX_PINNED], &usage)) {
 		v->key = MRPIN_MAX_PINNED;
 		v->asked = asked;
 		v->usage = usage;
 	} else if (!mrpin_counter_try_add(&c->pins, 1, lim->max[MRPIN_MAX_PINS],
 					  &usage)) {
-		atomic64_sub(asked, counted);
+		if (asked)
+			atomic64_sub(asked, counted);
 		v->key = MRPIN_MAX_PINS;
 		v->usage = usage;
 	} else {
