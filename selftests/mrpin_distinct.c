@@ -17,8 +17,9 @@
  *    exits with its MRs registered, its distinct bytes go with them;
  *  - the global rule counts distinct bytes by default (count=distinct):
  *    the same buffer on two devices fits under a cap it would cross if
- *    each registration counted, and a new buffer does not; with
- *    count=registered, the second registration of the buffer is refused;
+ *    each registration counted, and a new buffer does not; memory already
+ *    pinned registers again even over a lowered cap; with
+ *    count=registered, a third registration of the buffer is refused;
  *  - the process rule counts registrations by default, and distinct
  *    bytes with count=distinct; a uid or cgroup rule refuses count=.
  *
@@ -347,7 +348,7 @@ TEST_F(distinct, the_global_cap_counts_distinct_bytes_by_default)
 	size_t len = MiB;
 	char *buf = mrpin_map_touched(2 * len);
 	struct mrpin_stats start, now;
-	struct ibv_mr *a, *b;
+	struct ibv_mr *a, *b, *c;
 	uint64_t cap, from;
 
 	ASSERT_NE(NULL, buf);
@@ -371,8 +372,18 @@ TEST_F(distinct, the_global_cap_counts_distinct_bytes_by_default)
 	check_refused(from, "global", len, start.distinct_bytes + len, cap);
 	check_distinct(2, 2 * len, len);
 
-	/* Counting registrations, the buffer a third time is refused too. */
-	set_limits("global count=registered\n");
+	/*
+	 * Under a cap lowered below what is pinned, memory already pinned
+	 * registers again: it adds nothing to what the cap counts.
+	 */
+	set_limits("global max_pinned=%llu\n",
+		   (unsigned long long)start.distinct_bytes + len / 2);
+	do_reg(self->pd2, buf + PAGE, len / 2, &c);
+	check_distinct(3, 2 * len + len / 2, len);
+
+	/* Counting registrations, the buffer a third time is refused. */
+	set_limits("global max_pinned=%llu count=registered\n",
+		   (unsigned long long)cap);
 	from = next_seq();
 	do_reg_err(ENOMEM, self->f.pd, buf, len);
 	read_stats(&now);
@@ -380,6 +391,7 @@ TEST_F(distinct, the_global_cap_counts_distinct_bytes_by_default)
 
 	do_dereg(a);
 	do_dereg(b);
+	do_dereg(c);
 	check_distinct(0, 0, 0);
 	munmap(buf, 2 * len);
 }
