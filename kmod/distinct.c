@@ -34,7 +34,8 @@
  * points inside the range, which are boundaries of other pins.  The same
  * range registered again and again (one buffer on every device, or a
  * registration cache re-registering) has none inside: k = 0.  Adding
- * allocates at most two points, before it changes anything; removing
+ * allocates the points that are not there yet, at most two (none for a
+ * range pinned again), and undoes what it made if one is missing; removing
  * allocates nothing, so a release never fails for want of memory.
  *
  * The caller (pin.c) holds proc->union_lock from measuring a pin to adding
@@ -104,12 +105,11 @@ static struct mrpin_point *mrpin_point_find(struct mrpin_proc *proc,
 }
 
 /*
- * The point at @addr: found, or made from *@spare (which is then used up)
- * with the cover of the stretch it cuts in two.
+ * The point at @addr: found, or made with the cover of the stretch it cuts
+ * in two, opened and closed by no pin yet.  NULL: no memory.
  */
 static struct mrpin_point *mrpin_point_get(struct mrpin_proc *proc,
-					   unsigned long addr,
-					   struct mrpin_point **spare)
+					   unsigned long addr)
 {
 	struct rb_node **link = &proc->points.rb_node, *parent = NULL;
 	struct mrpin_point *p, *before = NULL;
@@ -126,8 +126,9 @@ static struct mrpin_point *mrpin_point_get(struct mrpin_proc *proc,
 			link = &parent->rb_right;
 		}
 	}
-	p = *spare;
-	*spare = NULL;
+	p = kmem_cache_alloc(mrpin_point_cache, GFP_KERNEL);
+	if (!p)
+		return NULL;
 	p->addr = addr;
 	p->opens = 0;
 	p->closes = 0;
@@ -135,6 +136,15 @@ static struct mrpin_point *mrpin_point_get(struct mrpin_proc *proc,
 	rb_link_node(&p->node, parent, link);
 	rb_insert_color(&p->node, &proc->points);
 	return p;
+}
+
+/* Erase and free @p if no pin starts or ends at it any more. */
+static void mrpin_point_put(struct mrpin_proc *proc, struct mrpin_point *p)
+{
+	if (p->opens || p->closes)
+		return;
+	rb_erase(&p->node, &proc->points);
+	kmem_cache_free(mrpin_point_cache, p);
 }
 
 /**
@@ -186,45 +196,34 @@ u64 mrpin_distinct_new_bytes(struct mrpin_proc *proc, unsigned long start,
  * @proc: the pinning process
  * @start: the start of the user range
  * @length: its length in bytes (the range does not wrap)
- * @added: set to the bytes the range added to the union: what
- *	mrpin_distinct_new_bytes() said, under the same lock
+ *
+ * The union grows by what mrpin_distinct_new_bytes() said, under the same
+ * lock.  Only a point that is not there yet is allocated: the same range
+ * pinned again allocates nothing.
  *
  * Context: process context, may sleep; under proc->union_lock.
  * Return: 0, or -ENOMEM (nothing changed).
  */
 int mrpin_distinct_add(struct mrpin_proc *proc, unsigned long start,
-		       size_t length, u64 *added)
+		       size_t length)
 {
-	struct mrpin_point *spare[2], *first, *last, *p, *next;
+	struct mrpin_point *first, *last, *p;
 	unsigned long s, e;
-	u64 bytes = 0;
-	int i;
-
-	mrpin_distinct_range(start, length, &s, &e);
-	for (i = 0; i < ARRAY_SIZE(spare); i++) {
-		spare[i] = kmem_cache_alloc(mrpin_point_cache, GFP_KERNEL);
-		if (!spare[i]) {
-			while (i--)
-				kmem_cache_free(mrpin_point_cache, spare[i]);
-			return -ENOMEM;
-		}
-	}
 
 	lockdep_assert_held(&proc->union_lock);
-	first = mrpin_point_get(proc, s, &spare[0]);
-	last = mrpin_point_get(proc, e, &spare[1]);
+	mrpin_distinct_range(start, length, &s, &e);
+	first = mrpin_point_get(proc, s);
+	if (!first)
+		return -ENOMEM;
+	last = mrpin_point_get(proc, e);
+	if (!last) {
+		mrpin_point_put(proc, first);
+		return -ENOMEM;
+	}
 	first->opens++;
 	last->closes++;
-	for (p = first; p != last; p = next) {
-		next = mrpin_point_next(p);
-		if (!p->cover++)
-			bytes += next->addr - p->addr;
-	}
-
-	for (i = 0; i < ARRAY_SIZE(spare); i++)
-		if (spare[i])
-			kmem_cache_free(mrpin_point_cache, spare[i]);
-	*added = bytes;
+	for (p = first; p != last; p = mrpin_point_next(p))
+		p->cover++;
 	return 0;
 }
 
@@ -256,18 +255,10 @@ u64 mrpin_distinct_remove(struct mrpin_proc *proc, unsigned long start,
 			bytes += next->addr - p->addr;
 	}
 	/* A point no pin starts or ends at has the same cover on both sides. */
-	if (!--first->opens && !first->closes)
-		rb_erase(&first->node, &proc->points);
-	else
-		first = NULL;
-	if (!--last->closes && !last->opens)
-		rb_erase(&last->node, &proc->points);
-	else
-		last = NULL;
-	if (first)
-		kmem_cache_free(mrpin_point_cache, first);
-	if (last)
-		kmem_cache_free(mrpin_point_cache, last);
+	first->opens--;
+	last->closes--;
+	mrpin_point_put(proc, first);
+	mrpin_point_put(proc, last);
 	return bytes;
 }
 

@@ -571,7 +571,7 @@ void mrpin_distinct_exit(void);
 u64 mrpin_distinct_new_bytes(struct mrpin_proc *proc, unsigned long start,
 			     size_t length);
 int mrpin_distinct_add(struct mrpin_proc *proc, unsigned long start,
-		       size_t length, u64 *added);
+		       size_t length);
 u64 mrpin_distinct_remove(struct mrpin_proc *proc, unsigned long start,
 			  size_t length);
 

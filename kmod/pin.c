@@ -206,7 +206,7 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 				    unsigned long addr, size_t size,
 				    unsigned long caller)
 {
-	u64 bytes = mrpin_pin_bytes(addr, size), distinct, added;
+	u64 bytes = mrpin_pin_bytes(addr, size), distinct;
 	struct mrpin_charge *c;
 	struct mrpin_pin *pin;
 	struct mrpin_dev *dev;
@@ -254,13 +254,12 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 		mutex_unlock(&c->proc->union_lock);
 		goto err_refused;
 	}
-	if (mrpin_distinct_add(c->proc, addr, size, &added)) {
+	if (mrpin_distinct_add(c->proc, addr, size)) {
 		mrpin_uncharge(c, bytes, distinct, false);
 		mutex_unlock(&c->proc->union_lock);
 		goto err_nomem_charged;
 	}
 	mutex_unlock(&c->proc->union_lock);
-	WARN_ON_ONCE(added != distinct);
 	cgroup_put(cgrp);
 	pin->id = atomic64_inc_return(&mrpin_pin_last_id);
 	return pin;
