@@ -179,7 +179,7 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 	seq_escape(m, proc->comm, MRPIN_ESCAPE);
 	seq_printf(m, " %u ", from_kuid_munged(&init_user_ns, proc->uid));
 	seq_escape(m, path, MRPIN_ESCAPE);
-	seq_printf(m, " %llu %llu %llu %llu %llu", pins, bytes, distinct, peak,
+	seq_printf(m, " %llu %llu %llu %llu", pins, bytes, peak,
 		   mrpin_proc_vm_pinned_bytes(proc));
 	mrpin_seq_limit(m, memlock);
 	seq_printf(m, " %llu %llu %llu %llu %llu %llu %llu %llu %llu ", denials,
@@ -187,7 +187,7 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 		   rate);
 	for (i = 0; i < MRPIN_LIFE_BUCKETS; i++)
 		seq_printf(m, i ? ",%u" : "%u", hist[i]);
-	seq_putc(m, '\n');
+	seq_printf(m, " %llu\n", distinct);
 }
 
 static int procs_show(struct seq_file *m, void *v)
@@ -198,7 +198,7 @@ static int procs_show(struct seq_file *m, void *v)
 	path = kmalloc(PATH_MAX, GFP_KERNEL);
 	if (!path)
 		return -ENOMEM;
-	seq_puts(m, "# pid comm uid cgroup pins pinned_bytes distinct_bytes peak_bytes vm_pinned_bytes memlock_bytes denials failures bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist\n");
+	seq_puts(m, "# pid comm uid cgroup pins pinned_bytes peak_bytes vm_pinned_bytes memlock_bytes denials failures bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist distinct_bytes\n");
 	/*
 	 * Under RCU, never mrpin_owners_lock: a reader of a long table must
 	 * not hold off the first pin of a new process.  A reference keeps a
