@@ -80,6 +80,7 @@ static int stats_show(struct seq_file *m, void *v)
 	int cause;
 
 	seq_printf(m, "pins %lld\n", atomic64_read(&s->usage.pins));
+	seq_printf(m, "odp_pins %lld\n", atomic64_read(&s->odp_pins));
 	seq_printf(m, "pinned_bytes %lld\n",
 		   atomic64_read(&s->usage.pinned_bytes));
 	seq_printf(m, "distinct_bytes %lld\n",
@@ -340,7 +341,7 @@ static int pins_show(struct seq_file *m, void *v)
 	u64 bytes, huge;
 
 	if (v == SEQ_START_TOKEN) {
-		seq_puts(m, "# id pid comm device start length pinned_bytes caller age_ms stack bytes_4k bytes_2m bytes_1g align oversized\n");
+		seq_puts(m, "# id pid comm device start length pinned_bytes caller age_ms stack bytes_4k bytes_2m bytes_1g align oversized odp\n");
 		return 0;
 	}
 	mrpin_dev_name(pin->charge.dev, name, sizeof(name));
@@ -353,13 +354,14 @@ static int pins_show(struct seq_file *m, void *v)
 	seq_escape(m, name, MRPIN_ESCAPE);
 	bytes = mrpin_pin_charged(pin);
 	huge = ((u64)pin->pages_2m + pin->pages_1g) << PAGE_SHIFT;
-	seq_printf(m, " %lu %zu %llu %s %llu %d %llu %llu %llu %lu %d\n",
+	seq_printf(m, " %lu %zu %llu %s %llu %d %llu %llu %llu %lu %d %d\n",
 		   pin->start, pin->length, bytes, caller,
 		   div_u64(local_clock() - pin->created_ns, NSEC_PER_MSEC),
 		   !!(pin->flags & MRPIN_PIN_STACK), bytes - huge,
 		   (u64)pin->pages_2m << PAGE_SHIFT,
 		   (u64)pin->pages_1g << PAGE_SHIFT, 1UL << pin->align_shift,
-		   !!(pin->flags & MRPIN_PIN_OVERSIZED));
+		   !!(pin->flags & MRPIN_PIN_OVERSIZED),
+		   !!(pin->flags & MRPIN_PIN_ODP));
 	return 0;
 }
 

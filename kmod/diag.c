@@ -289,7 +289,9 @@ void mrpin_diag_pinned(struct mrpin_pin *pin, struct ib_umem *umem)
 			pin->flags &= ~MRPIN_PIN_CALLSITE;
 		}
 	}
-	mrpin_count_backing(pin, umem);
+	/* An ODP umem has no pages of its own: they come and go on faults. */
+	if (!(pin->flags & MRPIN_PIN_ODP))
+		mrpin_count_backing(pin, umem);
 
 	mrpin_account_pinned_facts(pin->charge.proc,
 				   (u64)pin->pages_2m << PAGE_SHIFT,

@@ -20,6 +20,9 @@
  *			readonly (a writable pin, no VM_WRITE); else fault
  *   anything else	other
  *
+ * An on-demand-paging registration charges and pins nothing, so RLIMIT_MEMLOCK
+ * is never its cause: its ENOMEM is nomem, and it asks for 0 bytes.
+ *
  * These are facts at the time of the check, not a replay of the kernel's
  * own: another thread may have unpinned or mapped in between, and the
  * answer is then the cause as it stands.  CAP_IPC_LOCK is asked only
@@ -91,12 +94,13 @@ static enum mrpin_fail_cause mrpin_fault_cause(unsigned long start,
  * @addr: the start of the user range
  * @size: its length in bytes
  * @writable: the pin asked for write access
+ * @odp: it was an on-demand-paging registration, which pins nothing
  * @err: what the real pin returned (a negative errno)
  *
  * Context: process context (the registering task, with an mm), may sleep.
  */
 void mrpin_fail_explain(struct mrpin_proc *proc, unsigned long addr,
-			size_t size, bool writable, int err)
+			size_t size, bool writable, bool odp, int err)
 {
 	unsigned long memlock = rlimit(RLIMIT_MEMLOCK);
 	struct mm_struct *mm = current->mm;
@@ -109,7 +113,7 @@ void mrpin_fail_explain(struct mrpin_proc *proc, unsigned long addr,
 	};
 
 	wraps = mrpin_range_wraps(addr, size);
-	pages = wraps ? 0 : mrpin_pin_bytes(addr, size) >> PAGE_SHIFT;
+	pages = wraps || odp ? 0 : mrpin_pin_bytes(addr, size) >> PAGE_SHIFT;
 	vm_pinned = atomic64_read(&mm->pinned_vm);
 
 	switch (err) {
@@ -118,11 +122,11 @@ void mrpin_fail_explain(struct mrpin_proc *proc, unsigned long addr,
 		cause = MRPIN_FAIL_INVALID;
 		break;
 	case -EPERM:
-		cause = !memlock && !mrpin_ipc_lock() ? MRPIN_FAIL_MEMLOCK :
-							MRPIN_FAIL_OTHER;
+		cause = !odp && !memlock && !mrpin_ipc_lock() ?
+			MRPIN_FAIL_MEMLOCK : MRPIN_FAIL_OTHER;
 		break;
 	case -ENOMEM:
-		cause = vm_pinned + pages > memlock >> PAGE_SHIFT &&
+		cause = !odp && vm_pinned + pages > memlock >> PAGE_SHIFT &&
 			!mrpin_ipc_lock() ? MRPIN_FAIL_MEMLOCK : MRPIN_FAIL_NOMEM;
 		break;
 	case -EFAULT:

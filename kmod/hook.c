@@ -5,7 +5,13 @@
  *
  * The functions (compat.h says why these): the VA pin, ib_umem_get() on
  * 6.1 and 6.12, ib_umem_get_desc() and __ib_umem_get_va() on 7.x; and
- * ib_umem_release().
+ * ib_umem_release().  With CONFIG_INFINIBAND_ON_DEMAND_PAGING, also the
+ * explicit ODP registration, ib_umem_odp_get(), and ib_umem_odp_release(),
+ * which drivers call directly on their error paths and ib_umem_release()
+ * calls for an ODP umem: that call, already in a wrapper, is let through.
+ * An implicit ODP umem (ib_umem_odp_alloc_implicit(), and the children
+ * mlx5 makes of it as the address space faults in) is a driver's internal
+ * structure, not a registration of a range: it goes through untouched.
  *
  * One ftrace_ops with FTRACE_OPS_FL_IPMODIFY (the livepatch technique)
  * covers them all: at a function's entry, the thunk below changes the
@@ -65,6 +71,7 @@
 #include <linux/slab.h>
 #include <linux/stacktrace.h>
 #include <rdma/ib_umem.h>
+#include <rdma/ib_umem_odp.h>
 
 #include "compat.h"
 #include "mrpin.h"
@@ -107,6 +114,11 @@ static struct ib_umem *mrpin_umem_get_va(struct ib_device *ibdev,
 					 int access);
 static void mrpin_umem_release(struct ib_umem *umem);
 
+/* The real ib_umem_release(): its call of ib_umem_odp_release() is seen. */
+static struct mrpin_text mrpin_release_text[] = {
+	{ (unsigned long)ib_umem_release },
+};
+
 #define MRPIN_HOOK(_target, _wrapper, _users, _via) {			\
 	.name = #_target,						\
 	.target = (unsigned long)(_target),				\
@@ -114,6 +126,13 @@ static void mrpin_umem_release(struct ib_umem *umem);
 	.users = (_users),						\
 	.via = (_via),							\
 }
+
+#if IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING)
+static struct ib_umem_odp *
+mrpin_umem_odp_get(struct ib_device *ibdev, unsigned long addr, size_t size,
+		   int access, const struct mmu_interval_notifier_ops *ops);
+static void mrpin_umem_odp_release(struct ib_umem_odp *umem_odp);
+#endif
 
 #ifdef MRPIN_UMEM_DESC
 static struct ib_umem *
@@ -131,10 +150,20 @@ static struct mrpin_text mrpin_pin_helpers[] = {
 	{ (unsigned long)ib_umem_get_cq_buf },
 	{ (unsigned long)ib_umem_get_cq_buf_or_va },
 };
+#else
+static struct mrpin_text mrpin_pin_helpers[0];
+#endif
 
 static const struct mrpin_hook mrpin_hooks[] = {
 	MRPIN_HOOK(ib_umem_release, mrpin_umem_release, &mrpin_hook_releasers,
 		   NULL),
+#if IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING)
+	MRPIN_HOOK(ib_umem_odp_get, mrpin_umem_odp_get, &mrpin_hook_pinners,
+		   NULL),
+	MRPIN_HOOK(ib_umem_odp_release, mrpin_umem_odp_release,
+		   &mrpin_hook_releasers, &mrpin_release_text[0]),
+#endif
+#ifdef MRPIN_UMEM_DESC
 	MRPIN_HOOK(ib_umem_get_desc, mrpin_umem_get_desc, &mrpin_hook_pinners,
 		   NULL),
 	{
@@ -143,16 +172,10 @@ static const struct mrpin_hook mrpin_hooks[] = {
 		.users = &mrpin_hook_pinners,
 		.via = &mrpin_pin_helpers[0],
 	},
-};
 #else
-static struct mrpin_text mrpin_pin_helpers[0];
-
-static const struct mrpin_hook mrpin_hooks[] = {
-	MRPIN_HOOK(ib_umem_release, mrpin_umem_release, &mrpin_hook_releasers,
-		   NULL),
 	MRPIN_HOOK(ib_umem_get, mrpin_umem_get_va, &mrpin_hook_pinners, NULL),
-};
 #endif
+};
 
 static bool mrpin_text_has(const struct mrpin_text *text, unsigned long ip)
 {
@@ -234,7 +257,7 @@ static struct ib_umem *mrpin_umem_pinned(struct mrpin_pin *pin,
 {
 	if (IS_ERR(umem))
 		mrpin_pin_failed(pin, addr, size, ib_access_writable(access),
-				 PTR_ERR(umem));
+				 access & IB_ACCESS_ON_DEMAND, PTR_ERR(umem));
 	else if (pin)
 		mrpin_pin_record(pin, umem);
 	percpu_ref_put(&mrpin_hook_pinners);
@@ -256,7 +279,8 @@ static struct ib_umem *mrpin_umem_get_va(struct ib_device *ibdev,
 	unsigned long ret = (unsigned long)__builtin_return_address(0);
 	struct mrpin_pin *pin;
 
-	pin = mrpin_pin_prepare(ibdev, addr, size, mrpin_umem_caller(ret));
+	pin = mrpin_pin_prepare(ibdev, addr, size, mrpin_umem_caller(ret),
+				false);
 	if (IS_ERR(pin))
 		return mrpin_umem_refused(pin);
 	return mrpin_umem_pinned(pin, mrpin_umem_pin_va(ibdev, addr, size,
@@ -288,7 +312,7 @@ mrpin_umem_get_desc(struct ib_device *ibdev,
 		return umem;
 	}
 	pin = mrpin_pin_prepare(ibdev, desc->addr, desc->length,
-				mrpin_umem_caller(ret));
+				mrpin_umem_caller(ret), false);
 	if (IS_ERR(pin))
 		return mrpin_umem_refused(pin);
 	return mrpin_umem_pinned(pin, ib_umem_get_desc(ibdev, desc, access),
@@ -308,6 +332,50 @@ static void mrpin_umem_release(struct ib_umem *umem)
 		mrpin_pin_released(pin, cleanup);
 	percpu_ref_put(&mrpin_hook_releasers);
 }
+
+#if IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING)
+/*
+ * An explicit ODP registration, tracked as a pin of no bytes: the device
+ * holds an MR for the range, and pages are mapped as they fault.  The
+ * umem is the first member of the ODP umem, so the record's key is the
+ * same pointer ib_umem_release() is given.
+ */
+static struct ib_umem_odp *
+mrpin_umem_odp_get(struct ib_device *ibdev, unsigned long addr, size_t size,
+		   int access, const struct mmu_interval_notifier_ops *ops)
+{
+	unsigned long ret = (unsigned long)__builtin_return_address(0);
+	struct ib_umem_odp *umem_odp;
+	struct mrpin_pin *pin;
+
+	pin = mrpin_pin_prepare(ibdev, addr, size, ret, true);
+	if (IS_ERR(pin)) {
+		percpu_ref_put(&mrpin_hook_pinners);
+		return ERR_CAST(pin);
+	}
+	umem_odp = ib_umem_odp_get(ibdev, addr, size, access, ops);
+	if (IS_ERR(umem_odp))
+		mrpin_pin_failed(pin, addr, size, ib_access_writable(access),
+				 true, PTR_ERR(umem_odp));
+	else if (pin)
+		mrpin_pin_record(pin, &umem_odp->umem);
+	percpu_ref_put(&mrpin_hook_pinners);
+	return umem_odp;
+}
+
+/* ib_umem_odp_release() called by a driver, not by ib_umem_release(). */
+static void mrpin_umem_odp_release(struct ib_umem_odp *umem_odp)
+{
+	struct mrpin_pin *pin;
+	bool cleanup;
+
+	pin = mrpin_pin_unpublish(&umem_odp->umem, &cleanup);
+	ib_umem_odp_release(umem_odp);
+	if (pin)
+		mrpin_pin_released(pin, cleanup);
+	percpu_ref_put(&mrpin_hook_releasers);
+}
+#endif
 
 static void mrpin_hook_pinners_gone(struct percpu_ref *ref)
 {
@@ -350,6 +418,22 @@ static unsigned long mrpin_text_size(unsigned long start)
 	return n;
 }
 
+/* Find the sizes of @n functions' texts, from their starts. */
+static int mrpin_text_sizes(struct mrpin_text *text, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		text[i].size = mrpin_text_size(text[i].start);
+		if (!text[i].size) {
+			pr_err("mrpin: no size for ib_core's %ps\n",
+			       (void *)text[i].start);
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
+
 /* Trace @hook's function: by address, or by name when it has no export. */
 static int mrpin_hook_filter(const struct mrpin_hook *hook)
 {
@@ -384,18 +468,15 @@ static int mrpin_hook_filter(const struct mrpin_hook *hook)
 int mrpin_hook_init(void)
 {
 	const struct mrpin_hook *hook;
-	unsigned int i;
 	int ret;
 
-	for (i = 0; i < ARRAY_SIZE(mrpin_pin_helpers); i++) {
-		mrpin_pin_helpers[i].size =
-			mrpin_text_size(mrpin_pin_helpers[i].start);
-		if (!mrpin_pin_helpers[i].size) {
-			pr_err("mrpin: no size for ib_core's %ps\n",
-			       (void *)mrpin_pin_helpers[i].start);
-			return -ENOENT;
-		}
-	}
+	ret = mrpin_text_sizes(mrpin_pin_helpers,
+			       ARRAY_SIZE(mrpin_pin_helpers));
+	if (!ret)
+		ret = mrpin_text_sizes(mrpin_release_text,
+				       ARRAY_SIZE(mrpin_release_text));
+	if (ret)
+		return ret;
 
 	ret = percpu_ref_init(&mrpin_hook_pinners, mrpin_hook_pinners_gone,
 			      PERCPU_REF_INIT_DEAD, GFP_KERNEL);

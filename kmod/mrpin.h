@@ -6,11 +6,13 @@
  *
  *   the VA pin --ftrace--> hook.c --> pin.c: mrpin_pin_prepare()
  *   (ib_umem_get(),                         (owner, device, charge)
- *    __ib_umem_get_va())              the real pin
+ *    __ib_umem_get_va(),              the real pin
+ *    ib_umem_odp_get())
  *                                     pin.c: mrpin_pin_record() or
  *                                            mrpin_pin_failed() (why:
  *                                            failure.c), which aborts
- *   ib_umem_release() --ftrace--> hook.c --> pin.c: mrpin_pin_unpublish()
+ *   ib_umem_release(), --ftrace--> hook.c --> pin.c: mrpin_pin_unpublish()
+ *   ib_umem_odp_release()
  *                                      the real release
  *                                      pin.c: mrpin_pin_released()
  *
@@ -275,6 +277,7 @@ extern struct mutex mrpin_owners_lock;
  * @usage:		live pins and bytes
  * @peak_pinned_bytes:	the highest pinned bytes since load
  * @pins_total:		pins made since load
+ * @odp_pins:		live ODP registrations (in @usage's pins, with no bytes)
  * @releases_total:	tracked pins released since load
  * @untracked_releases_total: releases of umems mrpin did not see pinned
  * @denials_total:	pins refused since load
@@ -296,6 +299,7 @@ struct mrpin_stats {
 	struct mrpin_counter usage;
 	atomic64_t peak_pinned_bytes;
 	atomic64_t pins_total;
+	atomic64_t odp_pins;
 	atomic64_t releases_total;
 	atomic64_t untracked_releases_total;
 	atomic64_t denials_total;
@@ -460,6 +464,7 @@ struct mrpin_pin {
 #define MRPIN_PIN_STACK		BIT(0)	/* the range lies in a stack */
 #define MRPIN_PIN_OVERSIZED	BIT(1)	/* at or above the oversize mark */
 #define MRPIN_PIN_CALLSITE	BIT(2)	/* call site asked for; in mrpin_callsites */
+#define MRPIN_PIN_ODP		BIT(3)	/* on-demand paging: pins no pages */
 
 #define MRPIN_CALLSITE_DEPTH 8
 
@@ -485,11 +490,11 @@ int mrpin_pin_init(void);
 void mrpin_pin_exit(void);
 struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 				    unsigned long addr, size_t size,
-				    unsigned long caller);
+				    unsigned long caller, bool odp);
 void mrpin_pin_record(struct mrpin_pin *pin, struct ib_umem *umem);
 void mrpin_pin_abort(struct mrpin_pin *pin);
 void mrpin_pin_failed(struct mrpin_pin *pin, unsigned long addr, size_t size,
-		      bool writable, int err);
+		      bool writable, bool odp, int err);
 struct mrpin_pin *mrpin_pin_unpublish(struct ib_umem *umem, bool *cleanup);
 void mrpin_pin_released(struct mrpin_pin *pin, bool cleanup);
 unsigned long mrpin_pin_caller(const struct mrpin_pin *pin);
@@ -527,10 +532,13 @@ static inline u64 mrpin_pin_bytes(unsigned long start, size_t length)
  * mrpin_pin_charged() - the bytes a recorded pin is charged
  * @pin: the pin
  *
- * Return: mrpin_pin_bytes() of its range.
+ * Return: mrpin_pin_bytes() of its range; 0 for an ODP registration,
+ * which pins nothing.
  */
 static inline u64 mrpin_pin_charged(const struct mrpin_pin *pin)
 {
+	if (pin->flags & MRPIN_PIN_ODP)
+		return 0;
 	return mrpin_pin_bytes(pin->start, pin->length);
 }
 
@@ -635,7 +643,7 @@ extern const struct file_operations mrpin_limits_fops;
 
 /* failure.c: why a pin the kernel refused failed */
 void mrpin_fail_explain(struct mrpin_proc *proc, unsigned long addr,
-			size_t size, bool writable, int err);
+			size_t size, bool writable, bool odp, int err);
 
 /* events.c */
 int mrpin_events_init(void);

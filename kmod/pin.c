@@ -18,9 +18,15 @@
  * address may be reused by the next pin as soon as it is freed), and
  * mrpin_pin_released(), which uncharges it after.
  *
- * A umem mrpin did not see pinned (made before mrpin was loaded, or an ODP
- * or dma-buf umem, which pins no host pages) is released untouched and
- * counted in untracked_releases_total.
+ * An on-demand-paging registration (ib_umem_odp_get()) pins no pages but
+ * takes an entry in the device's MR table, and can leak like any other:
+ * it is recorded as a pin of 0 bytes (MRPIN_PIN_ODP), so that it counts in
+ * the registrations, max_pins, the leaks and the lifetimes, and stays out
+ * of every byte count and of the union of pinned ranges.
+ *
+ * A umem mrpin did not see made (made before mrpin was loaded, a dma-buf
+ * umem, or an implicit ODP umem and its children, which no hook sees) is
+ * released untouched and counted in untracked_releases_total.
  *
  * When mrpin cannot allocate what it needs to track a pin (its record, an
  * owner's record), it can no longer vouch for any limit, and the global
@@ -189,6 +195,8 @@ static bool mrpin_pin_ours(unsigned long addr, size_t size)
  * @addr: the start of the user range
  * @size: its length in bytes
  * @caller: the return address into the kernel function that asked
+ * @odp: an on-demand-paging registration: it pins nothing, so it charges
+ *	no bytes and takes no place in the union
  *
  * In order: the record, its owners and device (each with a reference),
  * then the two decisions, the stack rule and the limits (the charge), and
@@ -204,9 +212,9 @@ static bool mrpin_pin_ours(unsigned long addr, size_t size)
  */
 struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 				    unsigned long addr, size_t size,
-				    unsigned long caller)
+				    unsigned long caller, bool odp)
 {
-	u64 bytes = mrpin_pin_bytes(addr, size), distinct;
+	u64 bytes = odp ? 0 : mrpin_pin_bytes(addr, size), distinct = 0;
 	struct mrpin_charge *c;
 	struct mrpin_pin *pin;
 	struct mrpin_dev *dev;
@@ -226,6 +234,7 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 	*pin = (struct mrpin_pin){
 		.start = addr,
 		.length = size,
+		.flags = odp ? MRPIN_PIN_ODP : 0,
 		.caller = mrpin_caller_index(caller),
 	};
 	c = &pin->charge;
@@ -248,13 +257,14 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 	if (ret)
 		goto err_refused;
 	mutex_lock(&c->proc->union_lock);
-	distinct = mrpin_distinct_new_bytes(c->proc, addr, size);
+	if (!odp)
+		distinct = mrpin_distinct_new_bytes(c->proc, addr, size);
 	ret = mrpin_try_charge(c, bytes, distinct, cgrp);
 	if (ret) {
 		mutex_unlock(&c->proc->union_lock);
 		goto err_refused;
 	}
-	if (mrpin_distinct_add(c->proc, addr, size)) {
+	if (!odp && mrpin_distinct_add(c->proc, addr, size)) {
 		mrpin_uncharge(c, bytes, distinct, false);
 		mutex_unlock(&c->proc->union_lock);
 		goto err_nomem_charged;
@@ -292,10 +302,12 @@ err_nomem_dev:
 static void mrpin_pin_uncharge(struct mrpin_pin *pin, bool released)
 {
 	struct mrpin_charge *c = &pin->charge;
-	u64 distinct;
+	u64 distinct = 0;
 
 	mutex_lock(&c->proc->union_lock);
-	distinct = mrpin_distinct_remove(c->proc, pin->start, pin->length);
+	if (!(pin->flags & MRPIN_PIN_ODP))
+		distinct = mrpin_distinct_remove(c->proc, pin->start,
+						 pin->length);
 	mrpin_uncharge(c, mrpin_pin_charged(pin), distinct, released);
 	mutex_unlock(&c->proc->union_lock);
 }
@@ -318,22 +330,26 @@ void mrpin_pin_abort(struct mrpin_pin *pin)
  * @addr: the start of the user range
  * @size: its length in bytes
  * @writable: the pin asked for write access
+ * @odp: it was an on-demand-paging registration
  * @err: the negative errno the real pin returned
  *
  * Context: process context (the registering task), may sleep.
  */
 void mrpin_pin_failed(struct mrpin_pin *pin, unsigned long addr, size_t size,
-		      bool writable, int err)
+		      bool writable, bool odp, int err)
 {
 	if (current->mm)
 		mrpin_fail_explain(pin ? pin->charge.proc : NULL, addr, size,
-				   writable, err);
+				   writable, odp, err);
 	if (pin)
 		mrpin_pin_abort(pin);
 }
 
+/* Drop a recorded pin: its charge, its count, its record. */
 static void mrpin_pin_forget(struct mrpin_pin *pin, bool released)
 {
+	if (pin->flags & MRPIN_PIN_ODP)
+		atomic64_dec(&mrpin_stats.odp_pins);
 	mrpin_pin_uncharge(pin, released);
 	mrpin_pin_free(pin);
 }
@@ -403,6 +419,8 @@ void mrpin_pin_record(struct mrpin_pin *pin, struct ib_umem *umem)
 		return;
 	}
 	mrpin_count_registration(&pin->charge);
+	if (pin->flags & MRPIN_PIN_ODP)
+		atomic64_inc(&mrpin_stats.odp_pins);
 	mrpin_diag_pinned(pin, umem);
 
 	if (trace_mrpin_pin_enabled()) {

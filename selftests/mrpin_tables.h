@@ -55,6 +55,7 @@ struct mrpin_pin_row {
 	uint64_t bytes_1g;
 	uint64_t align;
 	uint64_t oversized;
+	uint64_t odp;
 };
 
 struct mrpin_dev_row {
@@ -67,6 +68,7 @@ struct mrpin_dev_row {
 
 struct mrpin_stats {
 	uint64_t pins;
+	uint64_t odp_pins;
 	uint64_t pinned_bytes;
 	uint64_t distinct_bytes;
 	uint64_t peak_pinned_bytes;
@@ -291,6 +293,7 @@ static const struct mrpin_col mrpin_pin_cols[] = {
 	MRPIN_PIN_COL(bytes_1g, MRPIN_COL_U64),
 	MRPIN_PIN_COL(align, MRPIN_COL_U64),
 	MRPIN_PIN_COL(oversized, MRPIN_COL_U64),
+	MRPIN_PIN_COL(odp, MRPIN_COL_U64),
 };
 
 static const struct mrpin_col mrpin_dev_cols[] = {
@@ -304,6 +307,7 @@ static const struct mrpin_col mrpin_dev_cols[] = {
 static const struct mrpin_col mrpin_stat_keys[] = {
 	MRPIN_STAT(pins),
 	MRPIN_STAT(pinned_bytes),
+	MRPIN_STAT(odp_pins),
 	MRPIN_STAT(distinct_bytes),
 	MRPIN_STAT(peak_pinned_bytes),
 	MRPIN_STAT(pins_total),
