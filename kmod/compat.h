@@ -95,6 +95,20 @@ static inline struct ib_umem *mrpin_umem_pin_va(struct ib_device *device,
 #endif
 
 /*
+ * A driver's reg_user_mr() takes the DMA handle (struct ib_dmah) from v6.17
+ * ("RDMA/core: Introduce a DMAH object"), before the udata.  hook.c's
+ * wrapper has the same prototype on either side, which a BUILD_BUG_ON()
+ * there checks against struct ib_device_ops.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0)
+#define MRPIN_REG_USER_MR_DMAH		struct ib_dmah *dmah,
+#define MRPIN_REG_USER_MR_DMAH_ARG	dmah,
+#else
+#define MRPIN_REG_USER_MR_DMAH
+#define MRPIN_REG_USER_MR_DMAH_ARG
+#endif
+
+/*
  * v6.10 ("tracing/treewide: Remove second parameter of __assign_str()")
  * takes the source from the __string() declaration: one argument.  Before,
  * the source is named again; in mrpin's tracepoints every string field is

@@ -1,21 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * mrpin's view of RDMA devices, as an ib_client.
+ * mrpin's records of RDMA devices.
  *
- * ib_core calls mrpin_ib_add() for every device registered before or after
- * mrpin, and mrpin_ib_remove() when a device goes away (or when mrpin
- * unregisters).  Each device gets a struct mrpin_dev, stored as the client
- * data, on the mrpin_devs list while the device exists.
+ * client.c, mrpin's ib_client, calls mrpin_dev_add() for every device
+ * registered before or after mrpin, and mrpin_dev_remove() when a device
+ * goes away (or when mrpin unregisters).  Each device gets a struct
+ * mrpin_dev, found by the device's index (ib_device.index, unique while
+ * the device is registered) and on the mrpin_devs list while the device
+ * exists.
  *
  * A pin takes a reference on the record, so the record outlives the device
  * when memory stays pinned after removal: the umem's release runs after
  * every client's remove() (ib_uverbs cleans up its objects last) and must
  * still find something to uncharge.  Records are freed through RCU because
- * the pin path finds them with ib_get_client_data() under rcu_read_lock(),
- * racing with removal.
+ * the pin path finds them under rcu_read_lock(), racing with removal.
  *
- * Locking: mrpin_devs_lock (mutex) protects the list; dev->name_lock
- * protects the name, which rename() changes; the counters are atomics.
+ * Locking: mrpin_devs_lock (mutex) protects the list and the stores to
+ * mrpin_devs_by_index (which has its own lock for readers under RCU);
+ * dev->name_lock protects the name, which a rename changes; the counters
+ * are atomics.
  */
 #include <linux/slab.h>
 #include <rdma/ib_verbs.h>
@@ -24,10 +27,9 @@
 #include "mrpin.h"
 
 LIST_HEAD(mrpin_devs);
-/* Protects mrpin_devs. */
+/* Protects mrpin_devs and the stores to mrpin_devs_by_index. */
 DEFINE_MUTEX(mrpin_devs_lock);
-
-static struct ib_client mrpin_client;
+static DEFINE_XARRAY(mrpin_devs_by_index);
 
 static void mrpin_dev_free(struct kref *ref)
 {
@@ -53,7 +55,7 @@ struct mrpin_dev *mrpin_dev_get(struct ib_device *ibdev)
 	struct mrpin_dev *dev;
 
 	rcu_read_lock();
-	dev = ib_get_client_data(ibdev, &mrpin_client);
+	dev = xa_load(&mrpin_devs_by_index, ibdev->index);
 	if (dev && !kref_get_unless_zero(&dev->ref))
 		dev = NULL;
 	rcu_read_unlock();
@@ -86,9 +88,17 @@ void mrpin_dev_name(struct mrpin_dev *dev, char *buf, size_t len)
 	spin_unlock(&dev->name_lock);
 }
 
-static int mrpin_ib_add(struct ib_device *ibdev)
+/**
+ * mrpin_dev_add() - make the record of a new device
+ * @ibdev: the device, registered with ib_core
+ *
+ * Context: process context (ib_client add()).
+ * Return: 0 or a negative errno.
+ */
+int mrpin_dev_add(struct ib_device *ibdev)
 {
 	struct mrpin_dev *dev;
+	int ret;
 
 	dev = kzalloc_obj(*dev);
 	if (!dev)
@@ -100,59 +110,62 @@ static int mrpin_ib_add(struct ib_device *ibdev)
 	dev->max_mr = ibdev->attrs.max_mr;
 
 	mutex_lock(&mrpin_devs_lock);
-	list_add_tail(&dev->node, &mrpin_devs);
+	ret = xa_insert(&mrpin_devs_by_index, ibdev->index, dev, GFP_KERNEL);
+	if (!ret)
+		list_add_tail(&dev->node, &mrpin_devs);
 	mutex_unlock(&mrpin_devs_lock);
-	ib_set_client_data(ibdev, &mrpin_client, dev);
-	return 0;
+	if (ret)
+		kfree(dev);
+	return ret;
 }
 
-static void mrpin_ib_remove(struct ib_device *ibdev, void *client_data)
+/**
+ * mrpin_dev_remove() - forget a device that goes away
+ * @ibdev: the device mrpin_dev_add() made a record of
+ *
+ * Its pins keep the record until they are released.
+ *
+ * Context: process context (ib_client remove()).
+ */
+void mrpin_dev_remove(struct ib_device *ibdev)
 {
-	struct mrpin_dev *dev = client_data;
+	struct mrpin_dev *dev;
 
 	mutex_lock(&mrpin_devs_lock);
-	list_del(&dev->node);
+	dev = xa_erase(&mrpin_devs_by_index, ibdev->index);
+	if (dev)
+		list_del(&dev->node);
 	mutex_unlock(&mrpin_devs_lock);
-	mrpin_dev_put(dev);
+	if (dev)
+		mrpin_dev_put(dev);
 }
 
-static void mrpin_ib_rename(struct ib_device *ibdev, void *client_data)
+/**
+ * mrpin_dev_rename() - take a device's new name
+ * @ibdev: the device, renamed
+ *
+ * Context: process context (ib_client rename()).
+ */
+void mrpin_dev_rename(struct ib_device *ibdev)
 {
-	struct mrpin_dev *dev = client_data;
+	struct mrpin_dev *dev = mrpin_dev_get(ibdev);
 
+	if (!dev)
+		return;
 	spin_lock(&dev->name_lock);
 	strscpy(dev->name, dev_name(&ibdev->dev), sizeof(dev->name));
 	spin_unlock(&dev->name_lock);
-}
-
-static struct ib_client mrpin_client = {
-	.name = "mrpin",
-	.add = mrpin_ib_add,
-	.remove = mrpin_ib_remove,
-	.rename = mrpin_ib_rename,
-	/* mrpin only watches devices; it never calls kernel verbs. */
-	.no_kverbs_req = 1,
-};
-
-/**
- * mrpin_device_init() - start following RDMA devices
- *
- * Context: process context; calls mrpin_ib_add() for every existing device.
- * Return: 0 or a negative errno.
- */
-int mrpin_device_init(void)
-{
-	return ib_register_client(&mrpin_client);
+	mrpin_dev_put(dev);
 }
 
 /**
- * mrpin_device_exit() - stop following RDMA devices
+ * mrpin_device_exit() - check that every device record is gone
  *
- * Context: process context, after the hooks are gone and every pin
- * record has been dropped.
+ * Context: process context, after the ib_client is unregistered and every
+ * pin record has been dropped.
  */
 void mrpin_device_exit(void)
 {
-	ib_unregister_client(&mrpin_client);
 	WARN_ONCE(!list_empty(&mrpin_devs), "mrpin: device records left\n");
+	xa_destroy(&mrpin_devs_by_index);
 }

@@ -157,6 +157,12 @@ static void mrpin_report_log(const struct mrpin_violation *v, pid_t pid,
 			v->path, v->usage, v->limit);
 		break;
 	default:
+		if (v->key == MRPIN_EVENT_FAIL + MRPIN_FAIL_DEVICE) {
+			pr_warn("mrpin: pid %d (%s) uid %u: device %s refused a registration of %llu bytes (errno %d): %llu live pins, max_mr %llu\n",
+				pid, current->comm, uid, v->path, v->asked,
+				v->err, v->usage, v->limit);
+			break;
+		}
 		if (mrpin_violation_failed(v)) {
 			mrpin_limit_text(v->limit, limit, sizeof(limit));
 			pr_warn("mrpin: pid %d (%s) uid %u: the kernel refused %llu bytes (errno %d): %s; VmPin %llu, RLIMIT_MEMLOCK %s\n",

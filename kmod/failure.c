@@ -28,6 +28,13 @@
  * answer is then the cause as it stands.  CAP_IPC_LOCK is asked only
  * where the kernel asked for it, without a second audit record.
  *
+ * A registration can also fail in the device's driver, with no pin or
+ * limit failing before it: rxe refuses when its MR table is full before it
+ * pins, mlx5 after, when it cannot make the key.  hook.c watches each
+ * driver's reg_user_mr() and calls mrpin_fail_device(): cause device, the
+ * driver's errno, scope device:NAME, and the device's live pins against
+ * its max_mr as usage and limit.
+ *
  * A failure is counted by cause in `stats` and for the process when mrpin
  * tracks its pins (account.c), goes to `events` (action fail, the cause
  * as its key, VmPin and RLIMIT_MEMLOCK as usage and limit, the errno) and
@@ -146,4 +153,47 @@ void mrpin_fail_explain(struct mrpin_proc *proc, unsigned long addr,
 	v.quiet = !mrpin_policy_global()->log_failures;
 	rcu_read_unlock();
 	mrpin_fail(proc, &v);
+}
+
+/**
+ * mrpin_fail_device() - say that a device's driver refused a registration
+ * @ibdev: the device
+ * @start: the start of the user range
+ * @length: its length in bytes
+ * @odp: an on-demand-paging registration, which would have pinned nothing
+ * @err: what the driver returned (a negative errno)
+ *
+ * Context: process context (the registering task), may sleep.
+ */
+void mrpin_fail_device(struct ib_device *ibdev, u64 start, u64 length,
+		       bool odp, int err)
+{
+	struct mrpin_proc *proc = NULL;
+	struct mrpin_dev *dev;
+	struct mrpin_violation v = {
+		.scope = MRPIN_SCOPE_DEVICE,
+		.key = MRPIN_EVENT_FAIL + MRPIN_FAIL_DEVICE,
+		.err = -err,
+	};
+
+	dev = mrpin_dev_get(ibdev);
+	if (!dev)
+		return;
+	mrpin_dev_name(dev, v.path, sizeof(v.path));
+	if (!odp && !mrpin_range_wraps(start, length))
+		v.asked = mrpin_pin_bytes(start, length);
+	v.usage = atomic64_read(&dev->usage.pins);
+	v.limit = max(dev->max_mr, 0);
+	rcu_read_lock();
+	v.quiet = !mrpin_policy_global()->log_failures;
+	rcu_read_unlock();
+	if (current->mm) {
+		proc = mrpin_proc_get_current();
+		if (IS_ERR(proc))
+			proc = NULL;
+	}
+	mrpin_fail(proc, &v);
+	if (proc)
+		mrpin_proc_put(proc);
+	mrpin_dev_put(dev);
 }

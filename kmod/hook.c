@@ -55,6 +55,20 @@
  * One ftrace_ops rather than one per function keeps the load to one text
  * update, and the window of unrecorded pins to that update.
  *
+ * Registrations the device refuses.  A driver can refuse a registration
+ * with no pin failing (rxe, its MR table full, before it pins) or after a
+ * pin that worked (mlx5, when it cannot make the key).  So each driver's
+ * reg_user_mr(), the ib_device_ops entry both uverbs paths (the write
+ * command and the ioctl method) call, is redirected too, as client.c sees
+ * its devices come and go: the function is added to the filter with its
+ * first device and taken out with its last.  Its wrapper calls the
+ * driver's function through the device's ops (an indirect call, which the
+ * function, its address taken, allows under IBT) and, when it fails,
+ * reports the device's refusal (failure.c), unless the pin path has
+ * already said why inside the same call: a limit of mrpin's or the
+ * kernel's pin.  The wrappers of the pin mark that in the calling task's
+ * slot of mrpin_regs, which the reg_user_mr() wrapper holds for the call.
+ *
  * The caller of a pin, shown in `pins`, is the kernel function that asked
  * for it: the driver's (rxe_mr_init_user, mlx5's create_cq_user...).  On
  * 7.x the wrappers are entered from ib_core's own pin helpers, so the
@@ -65,6 +79,7 @@
  */
 #include <linux/completion.h>
 #include <linux/ftrace.h>
+#include <linux/hash.h>
 #include <linux/kallsyms.h>
 #include <linux/module.h>
 #include <linux/percpu-refcount.h>
@@ -85,6 +100,39 @@ static struct percpu_ref mrpin_hook_pinners;
 static struct percpu_ref mrpin_hook_releasers;
 static DECLARE_COMPLETION(mrpin_hook_pinners_drained);
 static DECLARE_COMPLETION(mrpin_hook_releasers_drained);
+
+/*
+ * The drivers' registration functions in the filter, each with its number
+ * of devices: changed under mrpin_drivers_lock, @fn read by the thunk
+ * without it.  mrpin_drivers_off: the filter is gone (unload, or a load
+ * that failed), and no driver is added or taken out any more.
+ */
+#define MRPIN_DRIVERS 8
+
+struct mrpin_driver {
+	unsigned long fn;
+	unsigned int devices;
+};
+
+static struct mrpin_driver mrpin_drivers[MRPIN_DRIVERS];
+static bool mrpin_drivers_off;
+static DEFINE_MUTEX(mrpin_drivers_lock);
+
+/*
+ * The registrations inside a driver's reg_user_mr() now, one slot each:
+ * @task is claimed with cmpxchg() and given back by the reg_user_mr()
+ * wrapper; @explained is written by that task alone (its pin wrappers),
+ * and read by it.  With every slot taken, a registration goes through
+ * unwatched.
+ */
+#define MRPIN_REGS_BITS 6
+
+struct mrpin_reg {
+	struct task_struct *task;
+	bool explained;
+};
+
+static struct mrpin_reg mrpin_regs[1 << MRPIN_REGS_BITS];
 
 /**
  * struct mrpin_hook - one redirected function
@@ -117,6 +165,18 @@ static void mrpin_umem_release(struct ib_umem *umem);
 /* The real ib_umem_release(): its call of ib_umem_odp_release() is seen. */
 static struct mrpin_text mrpin_release_text[] = {
 	{ (unsigned long)ib_umem_release },
+};
+
+static struct ib_mr *mrpin_reg_user_mr(struct ib_pd *pd, u64 start,
+				       u64 length, u64 virt_addr, int access,
+				       MRPIN_REG_USER_MR_DMAH
+				       struct ib_udata *udata);
+
+/* Every driver's reg_user_mr(), found in mrpin_drivers. */
+static const struct mrpin_hook mrpin_driver_hook = {
+	.name = "reg_user_mr",
+	.wrapper = (unsigned long)mrpin_reg_user_mr,
+	.users = &mrpin_hook_pinners,
 };
 
 #define MRPIN_HOOK(_target, _wrapper, _users, _via) {			\
@@ -182,6 +242,39 @@ static bool mrpin_text_has(const struct mrpin_text *text, unsigned long ip)
 	return ip - text->start < text->size;
 }
 
+static bool mrpin_is_driver_fn(unsigned long ip)
+{
+	unsigned long fn;
+	unsigned int i;
+
+	for (i = 0; i < MRPIN_DRIVERS; i++) {
+		fn = READ_ONCE(mrpin_drivers[i].fn);
+		if (fn && mrpin_ftrace_ip_is(ip, fn))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The hook of the traced function at @ip: one of mrpin_hooks by address,
+ * else a driver's, else the one found by name (it comes last).
+ */
+static const struct mrpin_hook *mrpin_hook_of(unsigned long ip)
+{
+	const struct mrpin_hook *hook;
+
+	for (hook = mrpin_hooks; hook < mrpin_hooks + ARRAY_SIZE(mrpin_hooks);
+	     hook++) {
+		if (!hook->target)
+			break;
+		if (mrpin_ftrace_ip_is(ip, hook->target))
+			return hook;
+	}
+	if (mrpin_is_driver_fn(ip))
+		return &mrpin_driver_hook;
+	return hook < mrpin_hooks + ARRAY_SIZE(mrpin_hooks) ? hook : NULL;
+}
+
 static void notrace mrpin_hook_thunk(unsigned long ip, unsigned long parent_ip,
 				     struct ftrace_ops *ops,
 				     struct ftrace_regs *fregs)
@@ -191,17 +284,12 @@ static void notrace mrpin_hook_thunk(unsigned long ip, unsigned long parent_ip,
 	/* The wrapper's own call of the real function. */
 	if (within_module(parent_ip, THIS_MODULE))
 		return;
-	for (hook = mrpin_hooks; hook < mrpin_hooks + ARRAY_SIZE(mrpin_hooks);
-	     hook++) {
-		if (hook->target && !mrpin_ftrace_ip_is(ip, hook->target))
-			continue;
-		if (hook->via && mrpin_text_has(hook->via, parent_ip))
-			return;
-		/* Loading or unloading: let the call through untouched. */
-		if (percpu_ref_tryget_live(hook->users))
-			mrpin_ftrace_set_ip(fregs, hook->wrapper);
+	hook = mrpin_hook_of(ip);
+	if (!hook || (hook->via && mrpin_text_has(hook->via, parent_ip)))
 		return;
-	}
+	/* Loading or unloading: let the call through untouched. */
+	if (percpu_ref_tryget_live(hook->users))
+		mrpin_ftrace_set_ip(fregs, hook->wrapper);
 }
 
 /*
@@ -246,6 +334,48 @@ static unsigned long mrpin_umem_caller(unsigned long ret)
 	return ret;
 }
 
+/* Hold a slot of mrpin_regs for the calling task: its index, or -1. */
+static int mrpin_reg_enter(void)
+{
+	unsigned int first = hash_ptr(current, MRPIN_REGS_BITS), i, slot;
+
+	for (i = 0; i < ARRAY_SIZE(mrpin_regs); i++) {
+		slot = (first + i) % ARRAY_SIZE(mrpin_regs);
+		if (!READ_ONCE(mrpin_regs[slot].task) &&
+		    !cmpxchg(&mrpin_regs[slot].task, NULL, current))
+			return slot;
+	}
+	return -1;
+}
+
+/*
+ * The pin path said why a registration of the calling task failed: mark
+ * its slot, if it is inside a driver's reg_user_mr().  Failures are rare:
+ * a walk of the slots is cheap enough.
+ */
+static void mrpin_reg_explained(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(mrpin_regs); i++)
+		if (READ_ONCE(mrpin_regs[i].task) == current)
+			mrpin_regs[i].explained = true;
+}
+
+/* Give slot @slot back: whether the pin path explained a failure. */
+static bool mrpin_reg_leave(int slot)
+{
+	bool explained;
+
+	if (slot < 0)
+		return true;
+	explained = mrpin_regs[slot].explained;
+	mrpin_regs[slot].explained = false;
+	/* The next task to claim the slot finds it cleared. */
+	smp_store_release(&mrpin_regs[slot].task, NULL);
+	return explained;
+}
+
 /*
  * After the real pin of [@addr, @addr + @size): record it, or say why it
  * failed and roll its charge back; leave.
@@ -255,11 +385,13 @@ static struct ib_umem *mrpin_umem_pinned(struct mrpin_pin *pin,
 					 unsigned long addr, size_t size,
 					 int access)
 {
-	if (IS_ERR(umem))
+	if (IS_ERR(umem)) {
 		mrpin_pin_failed(pin, addr, size, ib_access_writable(access),
 				 access & IB_ACCESS_ON_DEMAND, PTR_ERR(umem));
-	else if (pin)
+		mrpin_reg_explained();
+	} else if (pin) {
 		mrpin_pin_record(pin, umem);
+	}
 	percpu_ref_put(&mrpin_hook_pinners);
 	return umem;
 }
@@ -267,6 +399,7 @@ static struct ib_umem *mrpin_umem_pinned(struct mrpin_pin *pin,
 /* Leave a wrapper whose pin mrpin refused. */
 static struct ib_umem *mrpin_umem_refused(struct mrpin_pin *err)
 {
+	mrpin_reg_explained();
 	percpu_ref_put(&mrpin_hook_pinners);
 	return ERR_CAST(err);
 }
@@ -349,16 +482,16 @@ mrpin_umem_odp_get(struct ib_device *ibdev, unsigned long addr, size_t size,
 	struct mrpin_pin *pin;
 
 	pin = mrpin_pin_prepare(ibdev, addr, size, ret, true);
-	if (IS_ERR(pin)) {
-		percpu_ref_put(&mrpin_hook_pinners);
-		return ERR_CAST(pin);
-	}
+	if (IS_ERR(pin))
+		return ERR_CAST(mrpin_umem_refused(pin));
 	umem_odp = ib_umem_odp_get(ibdev, addr, size, access, ops);
-	if (IS_ERR(umem_odp))
+	if (IS_ERR(umem_odp)) {
 		mrpin_pin_failed(pin, addr, size, ib_access_writable(access),
 				 true, PTR_ERR(umem_odp));
-	else if (pin)
+		mrpin_reg_explained();
+	} else if (pin) {
 		mrpin_pin_record(pin, &umem_odp->umem);
+	}
 	percpu_ref_put(&mrpin_hook_pinners);
 	return umem_odp;
 }
@@ -376,6 +509,106 @@ static void mrpin_umem_odp_release(struct ib_umem_odp *umem_odp)
 	percpu_ref_put(&mrpin_hook_releasers);
 }
 #endif
+
+/*
+ * A driver's reg_user_mr(), watched: the device's refusal is reported,
+ * unless the pin path already said why the registration failed.
+ */
+static struct ib_mr *mrpin_reg_user_mr(struct ib_pd *pd, u64 start,
+				       u64 length, u64 virt_addr, int access,
+				       MRPIN_REG_USER_MR_DMAH
+				       struct ib_udata *udata)
+{
+	struct ib_device *ibdev = pd->device;
+	struct ib_mr *mr;
+	int slot;
+
+	slot = mrpin_reg_enter();
+	mr = ibdev->ops.reg_user_mr(pd, start, length, virt_addr, access,
+				    MRPIN_REG_USER_MR_DMAH_ARG udata);
+	if (!mrpin_reg_leave(slot) && IS_ERR(mr))
+		mrpin_fail_device(ibdev, start, length,
+				  access & IB_ACCESS_ON_DEMAND, PTR_ERR(mr));
+	percpu_ref_put(&mrpin_hook_pinners);
+	return mr;
+}
+
+/**
+ * mrpin_hook_driver_add() - watch the registrations a new device refuses
+ * @ibdev: the device
+ *
+ * Its driver's reg_user_mr() joins the filter with the driver's first
+ * device.  A device without one (no user MRs), or one mrpin cannot watch,
+ * still has its pins tracked.
+ *
+ * Context: process context (ib_client add()).
+ */
+void mrpin_hook_driver_add(struct ib_device *ibdev)
+{
+	unsigned long fn = (unsigned long)ibdev->ops.reg_user_mr;
+	struct mrpin_driver *d, *free = NULL;
+	int ret;
+
+	if (!fn)
+		return;
+	mutex_lock(&mrpin_drivers_lock);
+	if (mrpin_drivers_off)
+		goto out;
+	for (d = mrpin_drivers; d < mrpin_drivers + MRPIN_DRIVERS; d++) {
+		if (d->fn == fn) {
+			d->devices++;
+			goto out;
+		}
+		if (!d->fn && !free)
+			free = d;
+	}
+	if (!free) {
+		pr_warn("mrpin: %s: too many drivers to watch for refused registrations\n",
+			dev_name(&ibdev->dev));
+		goto out;
+	}
+	ret = ftrace_set_filter_ip(&mrpin_hook_ops, fn, 0, 0);
+	if (ret) {
+		pr_warn("mrpin: %s: cannot watch %ps for refused registrations: %d\n",
+			dev_name(&ibdev->dev), (void *)fn, ret);
+		goto out;
+	}
+	free->devices = 1;
+	WRITE_ONCE(free->fn, fn);
+out:
+	mutex_unlock(&mrpin_drivers_lock);
+}
+
+/**
+ * mrpin_hook_driver_remove() - stop watching a device that goes
+ * @ibdev: the device mrpin_hook_driver_add() was called for
+ *
+ * Context: process context (ib_client remove()).
+ */
+void mrpin_hook_driver_remove(struct ib_device *ibdev)
+{
+	unsigned long fn = (unsigned long)ibdev->ops.reg_user_mr;
+	struct mrpin_driver *d;
+
+	mutex_lock(&mrpin_drivers_lock);
+	for (d = mrpin_drivers; fn && d < mrpin_drivers + MRPIN_DRIVERS; d++) {
+		if (d->fn != fn || --d->devices)
+			continue;
+		/* Out of the filter first: the thunk may still look. */
+		if (!mrpin_drivers_off)
+			ftrace_set_filter_ip(&mrpin_hook_ops, fn, 1, 0);
+		WRITE_ONCE(d->fn, 0);
+	}
+	mutex_unlock(&mrpin_drivers_lock);
+}
+
+/* No driver joins or leaves the filter any more: it is gone. */
+static void mrpin_drivers_stop(void)
+{
+	mutex_lock(&mrpin_drivers_lock);
+	mrpin_drivers_off = true;
+	mutex_unlock(&mrpin_drivers_lock);
+}
 
 static void mrpin_hook_pinners_gone(struct percpu_ref *ref)
 {
@@ -470,18 +703,20 @@ int mrpin_hook_init(void)
 	const struct mrpin_hook *hook;
 	int ret;
 
+	BUILD_BUG_ON(!__same_type(&mrpin_reg_user_mr,
+				  ((const struct ib_device_ops *)NULL)->reg_user_mr));
 	ret = mrpin_text_sizes(mrpin_pin_helpers,
 			       ARRAY_SIZE(mrpin_pin_helpers));
 	if (!ret)
 		ret = mrpin_text_sizes(mrpin_release_text,
 				       ARRAY_SIZE(mrpin_release_text));
 	if (ret)
-		return ret;
+		goto err_drivers;
 
 	ret = percpu_ref_init(&mrpin_hook_pinners, mrpin_hook_pinners_gone,
 			      PERCPU_REF_INIT_DEAD, GFP_KERNEL);
 	if (ret)
-		return ret;
+		goto err_drivers;
 	ret = percpu_ref_init(&mrpin_hook_releasers, mrpin_hook_releasers_gone,
 			      0, GFP_KERNEL);
 	if (ret)
@@ -502,10 +737,13 @@ int mrpin_hook_init(void)
 	return 0;
 
 err_filter:
-	ftrace_free_filter(&mrpin_hook_ops);
 	percpu_ref_exit(&mrpin_hook_releasers);
 err_pinners:
 	percpu_ref_exit(&mrpin_hook_pinners);
+err_drivers:
+	/* The drivers client.c added are in the filter already. */
+	mrpin_drivers_stop();
+	ftrace_free_filter(&mrpin_hook_ops);
 	return ret;
 }
 
@@ -519,6 +757,7 @@ void mrpin_hook_exit(void)
 {
 	mrpin_hook_drain(&mrpin_hook_pinners, &mrpin_hook_pinners_drained);
 	unregister_ftrace_function(&mrpin_hook_ops);
+	mrpin_drivers_stop();
 	ftrace_free_filter(&mrpin_hook_ops);
 	mrpin_hook_drain(&mrpin_hook_releasers, &mrpin_hook_releasers_drained);
 	synchronize_rcu_tasks();

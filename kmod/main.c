@@ -30,7 +30,7 @@ static int __init mrpin_init(void)
 	ret = mrpin_pin_init();
 	if (ret)
 		goto err_distinct;
-	ret = mrpin_device_init();
+	ret = mrpin_client_init();
 	if (ret)
 		goto err_pin;
 	mrpin_debugfs_init();
@@ -47,6 +47,7 @@ err_securityfs:
 	mrpin_securityfs_exit();
 err_debugfs:
 	mrpin_debugfs_exit();
+	mrpin_client_exit();
 	mrpin_device_exit();
 err_pin:
 	mrpin_pin_exit();
@@ -67,6 +68,7 @@ static void __exit mrpin_exit(void)
 	mrpin_securityfs_exit();
 	mrpin_debugfs_exit();
 	mrpin_pin_exit();
+	mrpin_client_exit();
 	mrpin_device_exit();
 	mrpin_distinct_exit();
 	mrpin_account_exit();

@@ -143,7 +143,9 @@ struct mrpin_dev {
 extern struct list_head mrpin_devs;
 extern struct mutex mrpin_devs_lock;
 
-int mrpin_device_init(void);
+int mrpin_dev_add(struct ib_device *ibdev);
+void mrpin_dev_remove(struct ib_device *ibdev);
+void mrpin_dev_rename(struct ib_device *ibdev);
 void mrpin_device_exit(void);
 struct mrpin_dev *mrpin_dev_get(struct ib_device *ibdev);
 void mrpin_dev_put(struct mrpin_dev *dev);
@@ -644,6 +646,8 @@ extern const struct file_operations mrpin_limits_fops;
 /* failure.c: why a pin the kernel refused failed */
 void mrpin_fail_explain(struct mrpin_proc *proc, unsigned long addr,
 			size_t size, bool writable, bool odp, int err);
+void mrpin_fail_device(struct ib_device *ibdev, u64 start, u64 length,
+		       bool odp, int err);
 
 /* events.c */
 int mrpin_events_init(void);
@@ -668,6 +672,12 @@ int mrpin_leaks_show(struct seq_file *m);
 /* hook.c */
 int mrpin_hook_init(void);
 void mrpin_hook_exit(void);
+void mrpin_hook_driver_add(struct ib_device *ibdev);
+void mrpin_hook_driver_remove(struct ib_device *ibdev);
+
+/* client.c: the ib_client */
+int mrpin_client_init(void);
+void mrpin_client_exit(void);
 
 /* debugfs.c */
 void mrpin_debugfs_init(void);

@@ -71,6 +71,10 @@ enum mrpin_limit_key {
  *   invalid	EINVAL or EOVERFLOW: an empty or overflowing range
  *   nomem	ENOMEM with RLIMIT_MEMLOCK not in the way
  *   other	any other errno
+ * and, not a pin's failure but the registration's:
+ *   device	the device's driver refused the registration (its
+ *		reg_user_mr() failed: its MR table full, its own limits),
+ *		with no failure of the pin or limit of mrpin's before it
  */
 enum mrpin_fail_cause {
 	MRPIN_FAIL_MEMLOCK,
@@ -81,6 +85,7 @@ enum mrpin_fail_cause {
 	MRPIN_FAIL_INVALID,
 	MRPIN_FAIL_NOMEM,
 	MRPIN_FAIL_OTHER,
+	MRPIN_FAIL_DEVICE,
 	MRPIN_NR_FAIL_CAUSES,
 };
 
@@ -92,7 +97,8 @@ enum mrpin_fail_cause {
 	[MRPIN_FAIL_FAULT] = "fault",				\
 	[MRPIN_FAIL_INVALID] = "invalid",			\
 	[MRPIN_FAIL_NOMEM] = "nomem",				\
-	[MRPIN_FAIL_OTHER] = "other"
+	[MRPIN_FAIL_OTHER] = "other",				\
+	[MRPIN_FAIL_DEVICE] = "device"
 
 /* The `key` column of `events` (a failure's: its cause's name). */
 #define MRPIN_EVENT_KEY_NAMES					\

@@ -74,7 +74,7 @@ static const struct {
 	{ #name, offsetof(struct mrpin_stats, failures_##name##_total) }
 	FAIL_COUNTER(memlock), FAIL_COUNTER(unmapped), FAIL_COUNTER(readonly),
 	FAIL_COUNTER(iomem), FAIL_COUNTER(fault), FAIL_COUNTER(invalid),
-	FAIL_COUNTER(nomem), FAIL_COUNTER(other),
+	FAIL_COUNTER(nomem), FAIL_COUNTER(other), FAIL_COUNTER(device),
 #undef FAIL_COUNTER
 };
 

@@ -92,6 +92,7 @@ struct mrpin_stats {
 	uint64_t failures_invalid_total;
 	uint64_t failures_nomem_total;
 	uint64_t failures_other_total;
+	uint64_t failures_device_total;
 };
 
 /* `users` and `cgroups`: the pins of one user, or of one cgroup subtree. */
@@ -330,6 +331,7 @@ static const struct mrpin_col mrpin_stat_keys[] = {
 	MRPIN_STAT(failures_invalid_total),
 	MRPIN_STAT(failures_nomem_total),
 	MRPIN_STAT(failures_other_total),
+	MRPIN_STAT(failures_device_total),
 };
 
 #define MRPIN_LEAK_COL(f, kind) MRPIN_COL(struct mrpin_leak_row, f, kind)
