@@ -105,6 +105,7 @@ static void export_stats(FILE *f, const struct export *x)
 		{ "pinned_bytes", "gauge", "Bytes pinned by RDMA registrations now.", offsetof(struct stats, pinned_bytes) },
 		{ "distinct_bytes", "gauge", "Bytes of memory pinned now: per process the union of its pinned ranges (memory registered several times counts once), summed.", offsetof(struct stats, distinct_bytes) },
 		{ "pins", "gauge", "Live pins (memory regions and driver buffers).", offsetof(struct stats, pins) },
+		{ "odp_pins", "gauge", "Live on-demand-paging (ODP) registrations: in mrpin_pins, each holds an MR table entry and pins no memory.", offsetof(struct stats, odp_pins) },
 		{ "peak_pinned_bytes", "gauge", "Most bytes pinned at once since the module was loaded.", offsetof(struct stats, peak_pinned_bytes) },
 		{ "pins_total", "counter", "Pins made.", offsetof(struct stats, pins_total) },
 		{ "releases_total", "counter", "Pins released.", offsetof(struct stats, releases_total) },
@@ -118,8 +119,9 @@ static void export_stats(FILE *f, const struct export *x)
 	sample(f, "info", 1, "version", x->version, NULL);
 	for (i = 0; i < ARRAY_SIZE(m); i++) {
 		/* Only from modules that count it. */
-		if (!strcmp(m[i].name, "distinct_bytes") &&
-		    !x->stats.distinct_known)
+		if ((!strcmp(m[i].name, "distinct_bytes") &&
+		     !x->stats.distinct_known) ||
+		    (!strcmp(m[i].name, "odp_pins") && !x->stats.odp_known))
 			continue;
 		family(f, m[i].name, m[i].type, m[i].help);
 		sample(f, m[i].name,

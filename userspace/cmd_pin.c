@@ -3,7 +3,9 @@
  * mrpinctl pin [show] [pid N] [dev D] [min-size SIZE] [older-than DURATION]
  *
  * Every live pin: its owner, device, range, the kernel function that made
- * it and its age; in the module's order (by id: oldest first).
+ * it and its age; in the module's order (by id: oldest first).  An
+ * on-demand-paging registration (a module with the odp column) pins
+ * nothing: PINNED says so, "0 B (odp)"; JSON "odp" from such a module only.
  */
 #include <string.h>
 
@@ -21,8 +23,10 @@ static const struct column pin_cols[] = {
 	{ .key = "age_ms", .title = "AGE" },
 };
 
-static void print_pin(const struct pin_row *p)
+static void print_pin(const struct pin_row *p, bool odp_known)
 {
+	char bytes[32], text[48];
+
 	out_item_begin();
 	print_u64("id", p->id);
 	print_u64("pid", p->pid);
@@ -30,9 +34,17 @@ static void print_pin(const struct pin_row *p)
 	print_str("device", p->device);
 	print_hex("start", p->start);
 	print_bytes("length", p->length);
-	print_bytes("pinned_bytes", p->pinned_bytes);
+	if (p->odp) {
+		snprintf(text, sizeof(text), "%s (odp)",
+			 fmt_bytes(bytes, sizeof(bytes), p->pinned_bytes));
+		print_num_text("pinned_bytes", p->pinned_bytes, text);
+	} else {
+		print_bytes("pinned_bytes", p->pinned_bytes);
+	}
 	print_str("caller", p->caller);
 	print_ms("age_ms", p->age_ms);
+	if (odp_known)
+		print_bool("odp", p->odp);
 	out_item_end();
 }
 
@@ -60,6 +72,7 @@ static int pin_show(int argc, char **argv)
 		{ .name = "older-than", .parse = parse_duration_arg, .dst = &f.older_ms },
 	};
 	struct table t = { 0 };
+	bool odp_known;
 	size_t i;
 	int ret;
 
@@ -70,10 +83,11 @@ static int pin_show(int argc, char **argv)
 		ret = load_pins(&t);
 	if (ret)
 		goto out;
+	odp_known = tbl_has(&t, "odp");
 	out_list_begin(NULL, pin_cols, ARRAY_SIZE(pin_cols));
 	for (i = 0; i < t.nrows; i++)
 		if (pin_match(TBL_ROW(&t, struct pin_row, i), &f))
-			print_pin(TBL_ROW(&t, struct pin_row, i));
+			print_pin(TBL_ROW(&t, struct pin_row, i), odp_known);
 	out_list_end();
 out:
 	tbl_free(&t);
@@ -90,7 +104,9 @@ static int pin_help(int argc, char **argv)
 	      "Every live pin, oldest first.  SIZE: 4096, 64K, 1.5M, 2GiB (binary units),\n"
 	      "compared with the pinned bytes; DURATION: 500ms, 30s, 5m, 2h, 1d (a plain\n"
 	      "number is seconds).  START and LENGTH are the range as registered, PINNED the\n"
-	      "pages it spans, CALLER the kernel function that asked for the pin.\n",
+	      "pages it spans (\"0 B (odp)\": an on-demand-paging registration, which pins\n"
+	      "nothing but holds an entry in the device's MR table), CALLER the kernel\n"
+	      "function that asked for the pin.\n",
 	      stdout);
 	return EXIT_OK;
 }

@@ -4,7 +4,8 @@
  *
  * One screen: what is pinned (and, from modules that count it, the distinct
  * memory that is: what is registered several times counts once) against RAM
- * and the global limit, the pins, the devices and their MR tables, the
+ * and the global limit, the pins (with the on-demand-paging registrations
+ * among them, which pin nothing), the devices and their MR tables, the
  * processes that pin the most, and the denials, failures (when the module
  * counts them) and warnings so far.
  */
@@ -99,22 +100,34 @@ static void print_global_limit(const struct status *s)
 
 /*
  * "80.0 GiB in 16 registrations, 10.0 GiB distinct" when the module counts
- * the distinct bytes (JSON: "distinct_bytes" too); else the bytes.
+ * the distinct bytes (JSON: "distinct_bytes" too), with "(2 ODP)" after
+ * the registrations when some are on-demand-paging ones, which pin nothing
+ * (JSON: "odp_pins", from a module that records them); else the bytes.
  */
 static void print_pinned(const struct stats *st)
 {
-	char pinned[32], distinct[32], text[96];
+	char pinned[32], distinct[32], odp[32] = "", text[128];
+	int len;
 
-	if (!st->distinct_known) {
+	if (!st->distinct_known && !st->odp_pins) {
 		print_bytes("pinned_bytes", st->pinned_bytes);
 		return;
 	}
-	snprintf(text, sizeof(text), "%s in %llu registration%s, %s distinct",
-		 fmt_bytes(pinned, sizeof(pinned), st->pinned_bytes),
-		 (unsigned long long)st->pins, st->pins == 1 ? "" : "s",
-		 fmt_bytes(distinct, sizeof(distinct), st->distinct_bytes));
+	if (st->odp_pins)
+		snprintf(odp, sizeof(odp), " (%llu ODP)",
+			 (unsigned long long)st->odp_pins);
+	len = snprintf(text, sizeof(text), "%s in %llu registration%s%s",
+		       fmt_bytes(pinned, sizeof(pinned), st->pinned_bytes),
+		       (unsigned long long)st->pins, st->pins == 1 ? "" : "s",
+		       odp);
+	if (st->distinct_known)
+		snprintf(text + len, sizeof(text) - (size_t)len,
+			 ", %s distinct",
+			 fmt_bytes(distinct, sizeof(distinct),
+				   st->distinct_bytes));
 	print_num_text("pinned_bytes", st->pinned_bytes, text);
-	print_bytes("distinct_bytes", st->distinct_bytes);
+	if (st->distinct_known)
+		print_bytes("distinct_bytes", st->distinct_bytes);
 }
 
 static void print_status(struct status *s)
@@ -131,6 +144,8 @@ static void print_status(struct status *s)
 	}
 	print_global_limit(s);
 	print_u64("pins", s->stats.pins);
+	if (s->stats.odp_known)
+		print_u64("odp_pins", s->stats.odp_pins);
 	print_bytes("peak_pinned_bytes", s->stats.peak_pinned_bytes);
 	print_u64("denials_total", s->stats.denials_total);
 	if (s->stats.failures_known)
@@ -194,7 +209,8 @@ static int status_help(int argc, char **argv)
 	      "\n"
 	      "One screen: the bytes pinned (every registration in full, and the\n"
 	      "distinct bytes: memory registered several times once), against RAM and\n"
-	      "the global limit (what it counts: count=); the pins;\n"
+	      "the global limit (what it counts: count=); the pins (ODP: the\n"
+	      "on-demand-paging registrations among them, which pin nothing);\n"
 	      "the devices and their MR tables; the processes that pin the most; the\n"
 	      "denials (mrpin's refusals), failures (the kernel's) and warnings so far\n"
 	      "(see 'mrpinctl events').\n",

@@ -206,3 +206,9 @@ void jw_null(const char *key)
 	jw_member(key);
 	fputs("null", jw.f);
 }
+
+void jw_bool(const char *key, bool v)
+{
+	jw_member(key);
+	fputs(v ? "true" : "false", jw.f);
+}

@@ -203,6 +203,7 @@ extern const char *const cause_names[NR_CAUSES];
  */
 struct stats {
 	uint64_t pins;
+	uint64_t odp_pins;	/* of them, on-demand-paging: 0 bytes each */
 	uint64_t pinned_bytes;
 	uint64_t distinct_bytes;	/* the union of the pinned ranges */
 	uint64_t peak_pinned_bytes;
@@ -217,6 +218,7 @@ struct stats {
 	uint64_t failures[NR_CAUSES];	/* ... by cause */
 	bool failures_known;	/* the module counts them (failures_total) */
 	bool distinct_known;	/* the module counts them (distinct_bytes) */
+	bool odp_known;		/* the module records them (odp_pins) */
 };
 
 struct dev_row {
@@ -262,6 +264,7 @@ struct pin_row {
 	uint64_t stack;		/* optional, as the rest */
 	uint64_t align;
 	uint64_t oversized;
+	uint64_t odp;		/* on-demand paging: pins nothing */
 };
 
 struct user_row {
@@ -348,6 +351,7 @@ void jw_str(const char *key, const char *s);
 void jw_u64(const char *key, uint64_t v);
 void jw_double(const char *key, double v);
 void jw_null(const char *key);
+void jw_bool(const char *key, bool v);
 int jw_depth(void);
 size_t utf8_len(const unsigned char *s);
 
@@ -402,6 +406,7 @@ void print_time_ns(const char *key, uint64_t ns);
 void print_errno(const char *key, uint64_t v);
 void print_user(const char *key, uint64_t uid);
 void print_num_text(const char *key, uint64_t v, const char *text);
+void print_bool(const char *key, bool v);
 struct rule;
 void print_rule_scope(const char *key, const struct rule *r);
 void print_rule_key(const struct rule *r, int k, uint64_t ram);

@@ -652,6 +652,15 @@ void print_num_text(const char *key, uint64_t v, const char *text)
 		put_num(key, v, text);
 }
 
+/* A fact: true or false in JSON, yes or no in text. */
+void print_bool(const char *key, bool v)
+{
+	if (out.json)
+		jw_bool(key, v);
+	else
+		put_text(key, v ? "yes" : "no");
+}
+
 /* A number: exact in JSON, as @fmt (one of the fmt_*()) writes it in text. */
 static void put_fmt(const char *key, uint64_t v,
 		    const char *(*fmt)(char *buf, size_t len, uint64_t v))

@@ -429,6 +429,7 @@ const char *const cause_names[NR_CAUSES] = { MRPIN_FAIL_CAUSE_NAMES };
 
 static const struct tbl_field stats_fields[] = {
 	F(struct stats, pins, TF_U64),
+	F_OPT(struct stats, odp_pins, TF_U64),
 	F(struct stats, pinned_bytes, TF_U64),
 	F_OPT(struct stats, distinct_bytes, TF_U64),
 	F(struct stats, peak_pinned_bytes, TF_U64),
@@ -493,6 +494,7 @@ static const struct tbl_field pin_fields[] = {
 	F_OPT(struct pin_row, stack, TF_U64),
 	F_OPT(struct pin_row, align, TF_U64),
 	F_OPT(struct pin_row, oversized, TF_U64),
+	F_OPT(struct pin_row, odp, TF_U64),
 };
 
 static const struct tbl_field user_fields[] = {
@@ -551,7 +553,8 @@ static const struct tbl_field event_fields[] = {
  * before that line have none: on the live debugfs the RAM is this
  * machine's; a snapshot without it has no RAM to tell (0).  Those before
  * failures_total did not count the kernel's failed pins, those before
- * distinct_bytes the union of what is pinned.
+ * distinct_bytes the union of what is pinned, those before odp_pins the
+ * on-demand-paging registrations (which they did not record).
  */
 int load_stats(struct stats *s)
 {
@@ -567,6 +570,8 @@ int load_stats(struct stats *s)
 				       have, "failures_total");
 	s->distinct_known = field_have(stats_fields, ARRAY_SIZE(stats_fields),
 				       have, "distinct_bytes");
+	s->odp_known = field_have(stats_fields, ARRAY_SIZE(stats_fields), have,
+				  "odp_pins");
 	return ret;
 }
 

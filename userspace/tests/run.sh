@@ -114,10 +114,12 @@ unit_tests() {
 # --- golden output of every command, on the recorded snapshots ---
 
 # golden NAME DIR ARGS...: the output as expected/NAME; status 0, or $STATUS.
+# DIR: a snapshot's name, or a path (a scratch copy).
 golden() {
 	local name=$1 dir=$2
 	shift 2
-	run "$snaps/$dir" "$@"
+	[ "${dir:0:1}" = / ] || dir=$snaps/$dir
+	run "$dir" "$@"
 	if [ -n "${UPDATE:-}" ]; then
 		cp "$out/stdout" "$here/expected/$name"
 	fi
@@ -175,6 +177,11 @@ golden_tests() {
 	golden limit-count mistakes limit
 	golden json-limit-count mistakes -p limit
 	golden export-distinct mistakes export prometheus --per-process
+	golden pin-odp odp pin
+	COLUMNS=200 golden pin-odp-200 odp pin
+	golden json-pin-odp odp -j pin
+	golden status-odp odp status
+	golden export-odp odp export prometheus
 }
 
 # --- RAM: N% of RAM is a share of the snapshot's RAM, not the reader's ---
@@ -481,6 +488,101 @@ distinct_doctor_tests() {
 	run "$out/snap" -j doctor
 	check "distinct: doctor JSON: only for information: exit 0, the finding" eval \
 		'[ $rc = 0 ] && json_is "[(f[\"severity\"], f[\"kind\"], f[\"subject\"][\"pid\"]) for f in d] == [(\"info\", \"duplicate\", 2001)]"'
+}
+
+# --- ODP: on-demand-paging registrations, pins of 0 bytes (odp column,
+# odp_pins); a module without them (the rest) shows what it did before ---
+
+# odp_strip DIR: a module from before ODP: no odp column, no odp_pins.
+odp_strip() {
+	sed -i '/^odp_pins /d' "$1/stats"
+	awk '{ $NF = "" } { sub(/ $/, ""); print }' "$snaps/odp/pins" >"$1/pins"
+}
+
+odp_tests() {
+	local cmd
+	for cmd in status pin dev proc doctor; do
+		run "$snaps/odp" -j $cmd
+		check "odp: $cmd is valid JSON" eval 'clean && [ $rc = 0 ] && json_valid'
+	done
+	run "$snaps/odp" -j pin
+	check "odp: pin JSON: odp of every pin, 0 bytes where true" json_is \
+		'[(p["id"], p["odp"], p["pinned_bytes"]) for p in d if p["odp"] or not p["pinned_bytes"]] == [(4, True, 0), (5, True, 0)] and all(type(p["odp"]) is bool for p in d)'
+	run "$snaps/odp" pin
+	check "odp: pin: PINNED says 0 B (odp), for them only" eval \
+		'clean && [ $rc = 0 ] && [ "$(grep -c " 0 B (odp) " "$out/stdout")" = 2 ] &&
+		 [ "$(grep -c "(odp)" "$out/stdout")" = 2 ]'
+	run "$snaps/odp" pin min-size 1
+	check "odp: pin min-size: an ODP registration pins nothing" eval \
+		'clean && [ $rc = 0 ] && [ "$(wc -l <"$out/stdout")" = 4 ] && ! grep -q odp "$out/stdout"'
+	run "$snaps/odp" -j status
+	check "odp: status JSON: odp_pins beside pins" json_is \
+		'd["pins"] == 5 and d["odp_pins"] == 2 and d["pinned_bytes"] == 1071718400 and list(d).index("odp_pins") == list(d).index("pins") + 1'
+	run "$snaps/odp" status
+	check "odp: status: the ODP registrations among them" eval \
+		'clean && [ $rc = 0 ] && grep -qx "Pinned: *1022 MiB in 5 registrations (2 ODP), 1022 MiB distinct" "$out/stdout" &&
+		 grep -qx "Pins: *5" "$out/stdout"'
+	run "$snaps/odp" export prometheus
+	check "odp: export: mrpin_odp_pins, with HELP and TYPE, after mrpin_pins, valid" eval \
+		'[ $rc = 0 ] && "$here/promcheck.py" "$out/stdout" >/dev/null &&
+		 grep -q "^# HELP mrpin_odp_pins ." "$out/stdout" &&
+		 grep -qx "# TYPE mrpin_odp_pins gauge" "$out/stdout" &&
+		 grep -qx "mrpin_odp_pins 2" "$out/stdout" &&
+		 [ "$(grep "^mrpin_pins \|^mrpin_odp_pins " "$out/stdout" | paste -sd " ")" = "mrpin_pins 5 mrpin_odp_pins 2" ]'
+	run "$snaps/odp" doctor
+	check "odp: doctor: a 4 GiB ODP registration is not oversized, nothing found" eval \
+		'clean && [ $rc = 0 ] && grep -qx "no problems found (2 processes, 5 pins, 2 devices)" "$out/stdout"'
+	for cmd in "60 pin" "80 pin" "80 status"; do
+		COLUMNS=${cmd% *} run "$snaps/odp" ${cmd#* }
+		check "odp: ${cmd#* } fits ${cmd% *} columns" eval \
+			'[ "$(awk "{ if (length(\$0) > m) m = length(\$0) } END { print m + 0 }" "$out/stdout")" -le ${cmd% *} ]'
+	done
+
+	# Modules without them: no odp, no odp_pins, the output as before
+	# (expected/*-odp-stripped: what mrpinctl printed before it knew ODP).
+	scratch odp
+	odp_strip "$out/snap"
+	golden pin-odp-stripped "$out/snap" pin
+	golden json-pin-odp-stripped "$out/snap" -j pin
+	golden status-odp-stripped "$out/snap" status
+	golden json-status-odp-stripped "$out/snap" -j status
+	golden export-odp-stripped "$out/snap" export prometheus
+	run "$snaps/mistakes" -j pin
+	check "odp: pin JSON of a module without the column: none" json_is \
+		'not any("odp" in p for p in d) and len(d) == 57'
+	run "$snaps/mistakes" -j status
+	check "odp: status JSON of a module without them: none" json_is \
+		'"odp_pins" not in d and d["pins"] == 57'
+	run "$snaps/mistakes" export prometheus
+	check "odp: export of a module without them: no odp family" eval \
+		'[ $rc = 0 ] && ! grep -q odp "$out/stdout"'
+	scratch odp
+	sed -i 's/^odp_pins .*/odp_pins 0/' "$out/snap/stats"
+	run "$out/snap" status
+	check "odp: status with odp_pins 0: the line as without them" eval \
+		'clean && [ $rc = 0 ] && grep -qx "Pinned: *1022 MiB in 5 registrations, 1022 MiB distinct" "$out/stdout"'
+	run "$out/snap" -j status
+	check "odp: status JSON with odp_pins 0: odp_pins 0" json_is 'd["odp_pins"] == 0'
+	run "$out/snap" export prometheus
+	check "odp: export with odp_pins 0: the gauge, at 0" eval \
+		'[ $rc = 0 ] && grep -qx "mrpin_odp_pins 0" "$out/stdout"'
+	scratch odp
+	sed -i '/^distinct_bytes /d' "$out/snap/stats"
+	run "$out/snap" status
+	check "odp: status: stats with odp_pins, without distinct_bytes" eval \
+		'clean && [ $rc = 0 ] && grep -qx "Pinned: *1022 MiB in 5 registrations (2 ODP)" "$out/stdout"'
+	scratch odp
+	sed -i 's/^\(5 2002 .*\) 1$/\1 yes/' "$out/snap/pins"
+	run "$out/snap" pin
+	check "odp: a bad odp: exit 1, named" fails_with 1 \
+		"snap/pins:6: column 'odp': expected a number, found 'yes'"
+	scratch odp
+	sed -i 's/^odp_pins .*/odp_pins many/' "$out/snap/stats"
+	run "$out/snap" status
+	check "odp: a bad odp_pins: exit 1, named" fails_with 1 \
+		"snap/stats:2: expected 'odp_pins NUMBER'"
+	cut_fuzz odp pins 2 pin
+	cut_fuzz odp stats 3 status
 }
 
 # count=: the global and process rules only.
@@ -958,6 +1060,7 @@ ram_tests
 json_tests
 doctor_tests
 distinct_tests
+odp_tests
 bad_args_tests
 bad_config_tests
 good_config_tests

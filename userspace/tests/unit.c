@@ -156,6 +156,8 @@ static void json_strings(void)
 	jw_str("bad", "\xff\xc3(\xed\xa0\x80\xc0\xaf");
 	jw_u64("max", UINT64_MAX);
 	jw_null("none");
+	jw_bool("yes", true);
+	jw_bool("no", false);
 	jw_arr_open("empty");
 	jw_arr_close();
 	jw_obj_close();
@@ -169,7 +171,8 @@ static void test_json(void)
 	      str_is(s, "{\"q\":\"a\\\"b\\\\c\",\"ctl\":\"\\n\\t\\u0001\\u007f\","
 			"\"utf8\":\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\","
 			"\"bad\":\"\\u00ff\\u00c3(\\u00ed\\u00a0\\u0080\\u00c0\\u00af\","
-			"\"max\":18446744073709551615,\"none\":null,\"empty\":[]}\n"));
+			"\"max\":18446744073709551615,\"none\":null,"
+			"\"yes\":true,\"no\":false,\"empty\":[]}\n"));
 	free(s);
 	s = json_of(json_strings, true);
 	CHECK("json_pretty_indents_by_four",
