@@ -2,8 +2,11 @@
 /*
  * The `callsites` view: the live pins that have a call site (callsites=on
  * when they were made; diag.c records it in mrpin_callsites), grouped by
- * process and call site, with their count, bytes and the age of the
- * oldest.  A copy of each pin's call site is taken under RCU, sorted,
+ * process and call site, with their count, bytes and the ages of the
+ * oldest and the newest: a site whose newest pin is young while its
+ * oldest is old keeps registering (a leak, if its process never
+ * deregisters), one whose newest is about as old as its oldest holds a
+ * stable set (a registration cache).  A copy of each pin's call site is taken under RCU, sorted,
  * then counted: a diagnostic view, it walks every pin, but never holds the
  * pin path off while it prints.
  *
@@ -52,7 +55,7 @@ int mrpin_callsites_show(struct seq_file *m)
 {
 	struct mrpin_site *sites, *s, *g;
 	unsigned long id, n = 0, max = 0, i, j;
-	u64 now = local_clock(), bytes, oldest;
+	u64 now = local_clock(), bytes, oldest, newest;
 	const struct mrpin_callsite *cs;
 	struct mrpin_pin *pin;
 	unsigned int k;
@@ -81,14 +84,15 @@ int mrpin_callsites_show(struct seq_file *m)
 	rcu_read_unlock();
 	sort(sites, n, sizeof(*sites), mrpin_site_cmp, NULL);
 
-	seq_puts(m, "# pid comm pins bytes oldest_age_ms frames\n");
+	seq_puts(m, "# pid comm pins bytes oldest_age_ms frames newest_age_ms\n");
 	for (i = 0; i < n; i = j) {
 		g = &sites[i];
 		bytes = 0;
-		oldest = g->created_ns;
+		oldest = newest = g->created_ns;
 		for (j = i; j < n && !mrpin_site_cmp(g, &sites[j]); j++) {
 			bytes += sites[j].bytes;
 			oldest = min(oldest, sites[j].created_ns);
+			newest = max(newest, sites[j].created_ns);
 		}
 		seq_printf(m, "%d ", g->pid);
 		seq_escape(m, g->comm, MRPIN_ESCAPE);
@@ -96,7 +100,7 @@ int mrpin_callsites_show(struct seq_file *m)
 			   div_u64(now - oldest, NSEC_PER_MSEC));
 		for (k = 0; k < g->depth; k++)
 			seq_printf(m, k ? ",0x%lx" : "0x%lx", g->ip[k]);
-		seq_putc(m, '\n');
+		seq_printf(m, " %llu\n", div_u64(now - newest, NSEC_PER_MSEC));
 	}
 	kvfree(sites);
 	return 0;

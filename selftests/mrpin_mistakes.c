@@ -19,6 +19,13 @@
  *	Register NA MRs from reg_site_a() and NB from reg_site_b(); print
  *	"site a ADDR" and "site b ADDR" (the functions' addresses, hex), then
  *	"ready"; wait for EOF, deregister them all.
+ *   mrpin_mistakes [--dev NAME] grow MS
+ *	The worker that forgot ibv_dereg_mr(): print "site a ADDR" and
+ *	"ready", then register one MR from reg_site_a() every MS ms (up to
+ *	GROW_MAX) until EOF, and exit with them all registered.
+ *   mrpin_mistakes [--dev NAME] grow-dereg MS
+ *	The same, registering two MRs every MS ms and deregistering the
+ *	oldest one: it grows, but it does deregister.
  *
  * Every buffer is its own page-aligned, touched anonymous mapping.  The
  * device is NAME, else $MRPIN_TEST_DEV, else rxe0.  RLIMIT_MEMLOCK is lifted
@@ -26,6 +33,7 @@
  */
 #define _GNU_SOURCE
 #include <getopt.h>
+#include <poll.h>
 #include <sys/mman.h>
 
 #include "mrpin_utils.h"
@@ -42,7 +50,8 @@ static void usage(void)
 		"usage: mrpin_mistakes [--dev NAME] leak-exit N\n"
 		"       mrpin_mistakes [--dev NAME] leak-close close|dup2|close-device N\n"
 		"       mrpin_mistakes [--dev NAME] dereg N\n"
-		"       mrpin_mistakes [--dev NAME] callsites NA NB\n");
+		"       mrpin_mistakes [--dev NAME] callsites NA NB\n"
+		"       mrpin_mistakes [--dev NAME] grow|grow-dereg MS\n");
 	exit(2);
 }
 
@@ -114,6 +123,29 @@ static void say(const char *line)
 	fflush(stdout);
 }
 
+#define GROW_MAX 20000
+
+/* The modes grow and grow-dereg: a registration every @ms ms until EOF. */
+static void grow(struct ibv_pd *pd, int ms, bool deregisters)
+{
+	static struct ibv_mr *mrs[GROW_MAX];
+	struct pollfd in = { .fd = STDIN_FILENO, .events = POLLIN };
+	int n = 0, first = 0, k;
+
+	printf("site a %#lx\n", (unsigned long)(uintptr_t)reg_site_a);
+	say("ready");
+	while (!poll(&in, 1, ms)) {
+		for (k = 0; k < 1 + deregisters && n < GROW_MAX; k++) {
+			mrs[n] = reg_site_a(pd, new_buf());
+			if (!mrs[n++])
+				die("ibv_reg_mr");
+		}
+		if (deregisters && first < n - 1)
+			dereg(mrs[first++]);
+	}
+	exit(0);	/* the mistake: the rest is left registered */
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -150,7 +182,8 @@ int main(int argc, char **argv)
 			usage();
 		nb = count_arg(argv[optind++]);
 	} else if (strcmp(mode, "leak-exit") && strcmp(mode, "leak-close") &&
-		   strcmp(mode, "dereg")) {
+		   strcmp(mode, "dereg") && strcmp(mode, "grow") &&
+		   strcmp(mode, "grow-dereg")) {
 		usage();
 	}
 	if (optind != argc)
@@ -161,6 +194,9 @@ int main(int argc, char **argv)
 
 	mrpin_unlimit_memlock();
 	pd = mrpin_open_pd("mrpin_mistakes", dev, &ctx);
+
+	if (!strncmp(mode, "grow", 4))
+		grow(pd, n, !strcmp(mode, "grow-dereg"));
 
 	if (!strcmp(mode, "leak-exit")) {
 		for (i = 0; i < n; i++)

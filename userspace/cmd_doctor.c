@@ -34,6 +34,7 @@ static const char *const kind_names[NR_FKINDS] = {
 	[FK_STACK] = "stack",
 	[FK_DENIED] = "denied",
 	[FK_FAILED] = "failed",
+	[FK_GROWING_LEAK] = "growing-leak",
 	[FK_LEAK_EXIT] = "leak-exit",
 	[FK_SMALL_PAGES] = "4k-pages",
 	[FK_CHURN] = "churn",
@@ -43,6 +44,7 @@ static const char *const kind_names[NR_FKINDS] = {
 	[FK_MISALIGNED_2M] = "misaligned-2m",
 	[FK_LEAK_SUSPECT] = "leak-suspect",
 	[FK_DUPLICATE] = "duplicate",
+	[FK_STABLE_SET] = "stable-set",
 };
 
 static const char *const subject_names[] = {
@@ -89,11 +91,49 @@ static void print_subject(const struct finding *f)
 	out_obj_end();
 }
 
-static void print_evidence(const struct evidence *e)
+/* JSON: the MRs a finding names, a list of objects. */
+static void json_mrs(const char *key, const struct finding *f)
+{
+	const struct mr_ref *mr;
+	unsigned int i;
+
+	if (!opts.json)
+		return;
+	jw_arr_open(key);
+	for (i = 0; i < f->nmrs; i++) {
+		mr = &f->mrs[i];
+		jw_obj_open(NULL);
+		jw_u64("id", mr->id);
+		jw_u64("age_ms", mr->age_ms);
+		jw_u64("start", mr->start);
+		jw_u64("length", mr->length);
+		jw_str("caller", mr->caller);
+		jw_obj_close();
+	}
+	jw_arr_close();
+}
+
+/* A rate: in JSON, to 10 digits (so that rate * time gives the count). */
+static void print_rate(const char *key, double v)
+{
+	char buf[32];
+
+	if (opts.json) {
+		jw_real(key, v, 10);
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%.1f/s", v);
+	print_str(key, buf);
+}
+
+static void print_evidence(const struct finding *f, const struct evidence *e)
 {
 	switch (e->type) {
 	case EV_COUNT:
 		print_u64(e->key, e->v);
+		break;
+	case EV_COUNT_LIMIT:
+		print_count_limit(e->key, e->v);
 		break;
 	case EV_BYTES:
 		print_bytes(e->key, e->v);
@@ -102,7 +142,10 @@ static void print_evidence(const struct evidence *e)
 		print_bytes_limit(e->key, e->v);
 		break;
 	case EV_PERCENT:
-		print_percent(e->key, e->pct);
+		print_percent(e->key, e->x);
+		break;
+	case EV_RATE:
+		print_rate(e->key, e->x);
 		break;
 	case EV_MS:
 		print_ms(e->key, e->v);
@@ -115,6 +158,9 @@ static void print_evidence(const struct evidence *e)
 		break;
 	case EV_STR:
 		print_str(e->key, e->s);
+		break;
+	case EV_MRS:
+		json_mrs(e->key, f);
 		break;
 	}
 }
@@ -160,6 +206,7 @@ static void json_site(const struct site *s)
 
 static void print_finding(const struct finding *f)
 {
+	const char *advice = f->advice ? f->advice : "-";
 	unsigned int i;
 	char *line;
 
@@ -169,15 +216,15 @@ static void print_finding(const struct finding *f)
 	print_subject(f);
 	out_obj_begin("evidence", NULL, 0);
 	for (i = 0; i < f->nev; i++)
-		print_evidence(&f->ev[i]);
+		print_evidence(f, &f->ev[i]);
 	if (f->site)
 		json_site(f->site);
 	out_obj_end();
 	print_str("message", f->message);
-	print_str("advice", f->advice);
+	print_str("advice", advice);
 	if (!opts.json) {
 		/* Text: the finding and its advice, on one line. */
-		line = strfmt("%s; %s", f->message, f->advice);
+		line = strfmt("%s; %s", f->message, advice);
 		print_str("finding", line);
 		free(line);
 	}
@@ -311,11 +358,13 @@ static int doctor_help(int argc, char **argv)
 	      "\n"
 	      "Reads every table of mrpin and reports the registration mistakes it sees,\n"
 	      "worst first, each with its evidence and one line of advice: stack buffers,\n"
-	      "refusals, registrations the kernel failed and why, the global limit or an\n"
-	      "MR table nearly full, MRs left to be cleaned up at exit, 4 KiB pages,\n"
-	      "churn, oversized and misaligned pins and, with callsites=on, where the\n"
-	      "oldest and biggest live pins were registered; for information, memory\n"
-	      "registered several times (VmPin and RLIMIT_MEMLOCK count it each time).\n"
+	      "refusals, registrations the kernel or the device failed and why, the global\n"
+	      "limit or an MR table nearly full (and who holds it), MRs left to be cleaned\n"
+	      "up at exit, 4 KiB pages, churn, oversized and misaligned pins and, with\n"
+	      "callsites=on, where the oldest and biggest live pins were registered and\n"
+	      "the call sites that leak MRs as they run; for information, memory\n"
+	      "registered several times (VmPin and RLIMIT_MEMLOCK count it each time) and\n"
+	      "the stable sets of MRs of registration caches.\n"
 	      "Exit status: 0 when nothing is found (or only for information), 1 when\n"
 	      "something is, 2 when doctor failed (a bad command line, mrpin not loaded,\n"
 	      "a table it cannot read).\n"

@@ -37,14 +37,16 @@ static const struct column event_cols[] = {
 
 /*
  * An event's usage and limit are in its key's unit: pins or bytes (a
- * failure's are VmPin and RLIMIT_MEMLOCK, which may be unlimited).
+ * failure's are VmPin and RLIMIT_MEMLOCK, which may be unlimited; but a
+ * registration the device refused has the device's live pins and max_mr);
+ * a key this tool does not know has plain numbers.
  */
 static void print_in_unit(const char *key, const struct event *e, uint64_t v)
 {
-	if (!strcmp(e->key, "max_pins") || !strcmp(e->key, "mr_table"))
-		print_count_limit(key, v);
-	else
+	if (event_in_bytes(e))
 		print_bytes_limit(key, v);
+	else
+		print_count_limit(key, v);
 }
 
 static void print_event(const struct event *e)
@@ -224,8 +226,10 @@ static int events_help(int argc, char **argv)
 	      "(global, process, uid:N, cgroup:PATH), KEY its limit, ASKED the bytes of\n"
 	      "the pin, USAGE and LIMIT in KEY's unit.  For a failure, KEY is its cause\n"
 	      "(memlock, unmapped, readonly, iomem, fault, invalid, nomem, other), USAGE\n"
-	      "the process's VmPin and LIMIT its RLIMIT_MEMLOCK; ERRNO is the kernel's\n"
-	      "error (a refusal's is ENOMEM).\n",
+	      "the process's VmPin and LIMIT its RLIMIT_MEMLOCK; or, for a registration\n"
+	      "the device's driver refused (SCOPE device:NAME, KEY device), USAGE the\n"
+	      "device's live pins and LIMIT its max_mr.  ERRNO is the kernel's error (a\n"
+	      "refusal's is ENOMEM).\n",
 	      stdout);
 	return EXIT_OK;
 }

@@ -82,7 +82,11 @@ static void sample(FILE *f, const char *name, uint64_t v, ...)
 	fprintf(f, "%s %llu\n", first ? "" : "}", (unsigned long long)v);
 }
 
-/* One family, a series per cause (a module that counts them). */
+/*
+ * One family, a series per cause (a module that counts them): each cause
+ * the module counts (its failures_CAUSE_total line), so that a module
+ * from before a cause, which did not count it, has no series of it.
+ */
 static void export_failures(FILE *f, const struct stats *s)
 {
 	size_t i;
@@ -92,8 +96,9 @@ static void export_failures(FILE *f, const struct stats *s)
 	family(f, "failures_total", "counter",
 	       "Registrations the kernel refused (mrpin let them through), by cause.");
 	for (i = 0; i < NR_CAUSES; i++)
-		sample(f, "failures_total", s->failures[i], "cause",
-		       cause_names[i], NULL);
+		if (s->cause_known[i] && cause_names[i])
+			sample(f, "failures_total", s->failures[i], "cause",
+			       cause_names[i], NULL);
 }
 
 static void export_stats(FILE *f, const struct export *x)

@@ -23,17 +23,22 @@ enum severity { SEV_HIGH, SEV_MEDIUM, SEV_LOW, SEV_INFO, NR_SEVERITIES };
 /* The kinds of finding, in the order they are printed within a severity. */
 enum fkind {
 	FK_GLOBAL_LIMIT, FK_MR_TABLE, FK_STACK, FK_DENIED, FK_FAILED,
-	FK_LEAK_EXIT, FK_SMALL_PAGES, FK_CHURN, FK_OVERSIZED, FK_OVER_LIMIT,
-	FK_MISALIGNED, FK_MISALIGNED_2M, FK_LEAK_SUSPECT, FK_DUPLICATE,
+	FK_GROWING_LEAK, FK_LEAK_EXIT, FK_SMALL_PAGES, FK_CHURN, FK_OVERSIZED,
+	FK_OVER_LIMIT, FK_MISALIGNED, FK_MISALIGNED_2M, FK_LEAK_SUSPECT,
+	FK_DUPLICATE, FK_STABLE_SET,
 	NR_FKINDS,
 };
 
 /* What a finding is about. */
 enum subject { SUBJ_GLOBAL, SUBJ_PROCESS, SUBJ_PROGRAM, SUBJ_DEVICE };
 
+/*
+ * EV_COUNT_LIMIT: a count or unlimited; EV_RATE: a number with a fraction;
+ * EV_MRS: the finding's MRs (struct finding's mrs), a list in JSON.
+ */
 enum ev_type {
-	EV_COUNT, EV_BYTES, EV_BYTES_LIMIT, EV_PERCENT, EV_MS, EV_TIME, EV_HEX,
-	EV_STR,
+	EV_COUNT, EV_COUNT_LIMIT, EV_BYTES, EV_BYTES_LIMIT, EV_PERCENT,
+	EV_RATE, EV_MS, EV_TIME, EV_HEX, EV_STR, EV_MRS,
 };
 
 /* One number (or word) of a finding's evidence. */
@@ -41,8 +46,17 @@ struct evidence {
 	const char *key;
 	enum ev_type type;
 	uint64_t v;
-	double pct;
+	double x;		/* EV_PERCENT, EV_RATE */
 	char *s;		/* EV_STR */
+};
+
+/* A live MR (pin) that a finding names. */
+struct mr_ref {
+	uint64_t id;
+	uint64_t age_ms;
+	uint64_t start;
+	uint64_t length;
+	const char *caller;	/* the driver's function, from `pins` */
 };
 
 /* A user address of a call site, symbolized. */
@@ -74,7 +88,9 @@ struct finding {
 	uint64_t weight;	/* within a kind, the heaviest first */
 	struct evidence ev[MAX_EVIDENCE];
 	unsigned int nev;
-	struct site *site;	/* FK_LEAK_SUSPECT */
+	struct site *site;	/* call site findings */
+	struct mr_ref *mrs;	/* EV_MRS */
+	unsigned int nmrs;
 	char *message;
 	const char *advice;
 	char *advice_buf;	/* the advice, when made for this finding */
@@ -104,6 +120,7 @@ void subject_process(struct finding *f, uint64_t pid, const char *comm);
 struct evidence *ev_add(struct finding *f, const char *key,
 			enum ev_type type, uint64_t v);
 void ev_pct(struct finding *f, const char *key, double pct);
+void ev_rate(struct finding *f, const char *key, double rate);
 void ev_str(struct finding *f, const char *key, const char *s);
 void findings_sort(struct doctor *d);
 void findings_free(struct doctor *d);

@@ -6,8 +6,11 @@
  * registration mistake it sees, with its evidence and one line of advice:
  *
  *   high    the global limit nearly used up; an MR table past the module's
- *           mr_table_warn mark; buffers registered on a stack; refusals;
- *           registrations the kernel failed, by process and cause
+ *           mr_table_warn mark (who holds it, and whether it is full);
+ *           buffers registered on a stack; refusals; registrations the
+ *           kernel (or the device's driver) failed, by process and cause;
+ *           with callsites=on, a call site that keeps registering in a
+ *           process that never deregistered (a growing leak)
  *   medium  MRs left to the kernel's cleanup (exit, close); processes that
  *           pin mostly 4 KiB pages; registration churn; oversized pins;
  *           limits crossed in warn mode; an MR table mark crossed before;
@@ -17,12 +20,14 @@
  *           and its biggest live pins (the leak suspects)
  *   info    processes that register the same memory several times (their
  *           registered bytes at least DUPLICATE_TIMES their distinct bytes):
- *           VmPin and RLIMIT_MEMLOCK count each registration
+ *           VmPin and RLIMIT_MEMLOCK count each registration; call sites
+ *           that hold a stable set of MRs (a registration cache)
  *
  * The thresholds are the defines below (mrpinctl(8) documents them).  The
  * checks only read the tables, except check_pins(), which sorts the pins
  * by process.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,8 +46,12 @@
 #define HUGE_2M			(2ULL << 20)
 #define DUPLICATE_TIMES		2		/* registered / distinct bytes */
 #define MAX_DEVICES		64		/* told apart per process */
+#define GROWTH_MIN_PINS		100		/* growing-leak, stable-set: a site's pins */
+#define GROWING_NEWEST_DIV	4		/* growing: newest age <= oldest / 4 */
+#define STABLE_NEWEST_DIV	2		/* stable: newest age >= oldest / 2 */
 
 #define MAX_CALLERS	3
+#define MAX_OLDEST	3		/* mr-table: the holder's oldest MRs */
 
 #define PROC(d, i) TBL_ROW(&(d)->procs, struct proc_row, i)
 #define PIN(d, i) TBL_ROW(&(d)->pins, struct pin_row, i)
@@ -127,6 +136,55 @@ static void check_global(struct doctor *d)
 		f->advice = "registrations will be refused at the limit: pin less or raise global max_pinned";
 }
 
+/* --- events, as the checks read them --- */
+
+static bool is_event(const struct event *e)
+{
+	return e->seq != EVENT_LOST;
+}
+
+/* The kernel's pin failed (key: the cause), not a limit. */
+static bool is_fail(const struct event *e)
+{
+	return is_event(e) && !strcmp(e->action, "fail");
+}
+
+static bool event_key(const struct event *e, const char *key)
+{
+	return is_event(e) && !strcmp(e->key, key);
+}
+
+/* "rxe0" of scope "device:rxe0"; any other scope as it is. */
+static const char *scope_device(const char *scope)
+{
+	return strncmp(scope, "device:", 7) ? scope : scope + 7;
+}
+
+/*
+ * The registrations the driver of @device refused (cause device), the
+ * last of them in *last (when not NULL).
+ */
+static uint64_t device_refusals(const struct doctor *d, const char *device,
+				const struct event **last)
+{
+	const char *key = cause_names[MRPIN_FAIL_DEVICE];
+	const struct event *e;
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < d->events.nrows; i++) {
+		e = EVENT(d, i);
+		if (!is_fail(e) || strcmp(e->key, key) ||
+		    strncmp(e->scope, "device:", 7) ||
+		    strcmp(e->scope + 7, device))
+			continue;
+		n++;
+		if (last)
+			*last = e;
+	}
+	return n;
+}
+
 /* --- the devices' MR tables --- */
 
 /* The mr_table_warn mark, in percent of max_mr (0: off). */
@@ -155,51 +213,165 @@ static bool device_over_mark(const struct doctor *d, const char *name)
 	return false;
 }
 
+/* Who fills a device's MR table: the process with the most live pins. */
+struct holder {
+	uint64_t pid;
+	const char *comm;
+	uint64_t pins;
+	struct mr_ref oldest[MAX_OLDEST];	/* the oldest first */
+	unsigned int noldest;
+};
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Pin @p among the holder's oldest, if it is: older, or as old and first. */
+static void holder_oldest(struct holder *h, const struct pin_row *p)
+{
+	unsigned int k;
+
+	for (k = 0; k < h->noldest; k++)
+		if (p->age_ms > h->oldest[k].age_ms ||
+		    (p->age_ms == h->oldest[k].age_ms && p->id < h->oldest[k].id))
+			break;
+	if (k == MAX_OLDEST)
+		return;
+	if (h->noldest < MAX_OLDEST)
+		h->noldest++;
+	memmove(&h->oldest[k + 1], &h->oldest[k],
+		(h->noldest - 1 - k) * sizeof(h->oldest[0]));
+	h->oldest[k] = (struct mr_ref){
+		.id = p->id, .age_ms = p->age_ms, .start = p->start,
+		.length = p->length, .caller = p->caller,
+	};
+}
+
+/*
+ * The holder of @device's MR table, from the live pins: the pid with the
+ * most pins on it (the lowest pid of those with as many), and its oldest
+ * pins there.  Sorting the pids of the device's pins keeps this
+ * O(n log n) for a table of half a million MRs.  False: no pin on it.
+ */
+static bool device_holder(const struct doctor *d, const char *device,
+			  struct holder *h)
+{
+	uint64_t *pids = xmalloc((d->pins.nrows + 1) * sizeof(*pids));
+	const struct pin_row *p;
+	size_t i, j, n = 0;
+
+	memset(h, 0, sizeof(*h));
+	for (i = 0; i < d->pins.nrows; i++)
+		if (!strcmp(PIN(d, i)->device, device))
+			pids[n++] = PIN(d, i)->pid;
+	if (n)
+		qsort(pids, n, sizeof(*pids), u64_cmp);
+	for (i = 0; i < n; i = j) {
+		for (j = i; j < n && pids[j] == pids[i]; j++)
+			;
+		if (j - i > h->pins) {
+			h->pins = j - i;
+			h->pid = pids[i];
+		}
+	}
+	free(pids);
+	if (!h->pins)
+		return false;
+	for (i = 0; i < d->pins.nrows; i++) {
+		p = PIN(d, i);
+		if (p->pid != h->pid || strcmp(p->device, device))
+			continue;
+		if (!h->comm)
+			h->comm = p->comm;
+		holder_oldest(h, p);
+	}
+	return true;
+}
+
+/*
+ * A device at or past its mark: who holds the table and its oldest MRs;
+ * full when the driver refused a registration, or at max_mr.
+ */
+static void device_finding(struct doctor *d, const struct dev_row *dev,
+			   uint64_t pct)
+{
+	uint64_t refused = device_refusals(d, dev->device, NULL);
+	bool full = refused || dev->pins >= dev->max_mr;
+	char refusals[64] = "";
+	struct holder h;
+	struct finding *f;
+	bool held;
+	char *who;
+
+	held = device_holder(d, dev->device, &h);
+	f = finding_new(d, SEV_HIGH, FK_MR_TABLE, dev->pins);
+	f->subj = SUBJ_DEVICE;
+	f->device = dev->device;
+	ev_add(f, "pins", EV_COUNT, dev->pins);
+	ev_add(f, "max_mr", EV_COUNT, dev->max_mr);
+	ev_pct(f, "mr_use_percent", pct_exact(dev->pins, dev->max_mr));
+	ev_add(f, "mr_table_warn_percent", EV_COUNT, pct);
+	ev_add(f, "pinned_bytes", EV_BYTES, dev->pinned_bytes);
+	if (held) {
+		ev_add(f, "holder_pid", EV_COUNT, h.pid);
+		ev_str(f, "holder_comm", h.comm);
+		ev_add(f, "holder_pins", EV_COUNT, h.pins);
+		ev_add(f, "oldest_age_ms", EV_MS, h.oldest[0].age_ms);
+		ev_add(f, "oldest", EV_MRS, h.noldest);
+		f->mrs = xmalloc(sizeof(h.oldest));
+		memcpy(f->mrs, h.oldest, sizeof(h.oldest));
+		f->nmrs = h.noldest;
+		who = strfmt(": pid %llu (%s) holds %s, the oldest for %s",
+			     (unsigned long long)h.pid, h.comm,
+			     count_str(h.pins), ms_str(h.oldest[0].age_ms));
+	} else {
+		who = xstrdup("");
+	}
+	ev_add(f, "refused", EV_COUNT, refused);
+	if (!full) {
+		f->message = strfmt("%s: %llu%% of max_mr in use (%s of %s, mr_table_warn=%llu%%)%s",
+				    dev->device,
+				    (unsigned long long)pct_floor(dev->pins, dev->max_mr),
+				    count_str(dev->pins), count_str(dev->max_mr),
+				    (unsigned long long)pct, who);
+		f->advice = "deregister the MRs you no longer use, or register fewer, larger buffers";
+		free(who);
+		return;
+	}
+	if (refused)
+		snprintf(refusals, sizeof(refusals), ", %s registration%s refused",
+			 count_str(refused), plural(refused));
+	f->message = strfmt("%s: the MR table is full (%s of %s%s)%s",
+			    dev->device, count_str(dev->pins),
+			    count_str(dev->max_mr), refusals, who);
+	free(who);
+	if (held)
+		f->advice_buf = strfmt("registrations on %s fail until MRs are freed: pid %llu (%s) must deregister the MRs it no longer uses (ibv_dereg_mr), or be restarted; register fewer, larger buffers",
+				       dev->device, (unsigned long long)h.pid,
+				       h.comm);
+	else
+		f->advice_buf = strfmt("registrations on %s fail until MRs are freed: deregister the MRs no longer used (ibv_dereg_mr), or restart the processes that hold them; register fewer, larger buffers",
+				       dev->device);
+	f->advice = f->advice_buf;
+}
+
 static void check_devices(struct doctor *d)
 {
 	uint64_t pct = mr_table_pct(d);
 	const struct dev_row *dev;
-	struct finding *f;
 	size_t i;
 
 	for (i = 0; pct && i < d->devs.nrows; i++) {
 		dev = DEV(d, i);
-		if (!device_over_mark(d, dev->device))
-			continue;
-		f = finding_new(d, SEV_HIGH, FK_MR_TABLE, dev->pins);
-		f->subj = SUBJ_DEVICE;
-		f->device = dev->device;
-		ev_add(f, "pins", EV_COUNT, dev->pins);
-		ev_add(f, "max_mr", EV_COUNT, dev->max_mr);
-		ev_pct(f, "mr_use_percent", pct_exact(dev->pins, dev->max_mr));
-		ev_add(f, "mr_table_warn_percent", EV_COUNT, pct);
-		ev_add(f, "pinned_bytes", EV_BYTES, dev->pinned_bytes);
-		f->message = strfmt("%s: %llu%% of max_mr in use (%s of %s, mr_table_warn=%llu%%)",
-				    dev->device,
-				    (unsigned long long)pct_floor(dev->pins, dev->max_mr),
-				    count_str(dev->pins), count_str(dev->max_mr),
-				    (unsigned long long)pct);
-		f->advice = "deregister the MRs you no longer use, or register fewer, larger buffers";
+		if (device_over_mark(d, dev->device))
+			device_finding(d, dev, pct);
 	}
 }
 
 /* --- events: stack registrations, refusals, limits crossed --- */
-
-static bool is_event(const struct event *e)
-{
-	return e->seq != EVENT_LOST;
-}
-
-/* The kernel's pin failed (key: the cause), not a limit. */
-static bool is_fail(const struct event *e)
-{
-	return is_event(e) && !strcmp(e->action, "fail");
-}
-
-static bool event_key(const struct event *e, const char *key)
-{
-	return is_event(e) && !strcmp(e->key, key);
-}
 
 /* Has an event before @i the same group as event @i (@same)? */
 static bool seen_before(const struct doctor *d, size_t i,
@@ -224,12 +396,16 @@ static char *scope_text(const char *scope)
 	return xstrdup(scope);
 }
 
+/* Is @key a limit of bytes (else a count, or a newer module's key)? */
+static bool key_in_bytes(const char *key)
+{
+	return !strcmp(key, "max_pinned") || !strcmp(key, "max_pin_size");
+}
+
 /* A limit in its key's unit. */
 static const char *limit_str(const char *key, uint64_t v)
 {
-	if (!strcmp(key, "max_pins") || !strcmp(key, "mr_table"))
-		return count_str(v);
-	return bytes_str(v);
+	return key_in_bytes(key) ? bytes_str(v) : count_str(v);
 }
 
 static bool same_mr_table(const struct event *a, const struct event *b)
@@ -238,11 +414,15 @@ static bool same_mr_table(const struct event *a, const struct event *b)
 	       !strcmp(a->scope, b->scope);
 }
 
-/* A device's mark crossed before, when it is not over it now. */
+/*
+ * A device's mark crossed before, when it is not over it now; and the
+ * registrations its driver refused, if any.
+ */
 static void check_mr_table_events(struct doctor *d)
 {
-	uint64_t count, last, usage;
-	const struct event *e;
+	uint64_t count, last, usage, refused;
+	const struct event *e, *x;
+	char refusals[96];
 	struct finding *f;
 	size_t i, j;
 
@@ -267,9 +447,19 @@ static void check_mr_table_events(struct doctor *d)
 		ev_add(f, "pins", EV_COUNT, usage);
 		ev_add(f, "mark", EV_COUNT, e->limit);
 		ev_add(f, "last_time_ns", EV_TIME, last);
-		f->message = strfmt("%s: the MR table crossed its mr_table_warn mark %s time%s, the last at %s with %s pins",
+		refusals[0] = '\0';
+		refused = device_refusals(d, f->device, &x);
+		if (refused) {
+			ev_add(f, "refused", EV_COUNT, refused);
+			ev_add(f, "last_refused_time_ns", EV_TIME, x->time_ns);
+			snprintf(refusals, sizeof(refusals),
+				 ", and it refused %s registration%s, the last at %s",
+				 count_str(refused), plural(refused),
+				 time_str(x->time_ns));
+		}
+		f->message = strfmt("%s: the MR table crossed its mr_table_warn mark %s time%s, the last at %s with %s pins%s",
 				    f->device, count_str(count), plural(count),
-				    time_str(last), count_str(usage));
+				    time_str(last), count_str(usage), refusals);
 		f->advice = "deregister the MRs you no longer use, or register fewer, larger buffers";
 	}
 }
@@ -302,7 +492,10 @@ static void check_limit_events(struct doctor *d)
 
 	for (i = 0; i < d->events.nrows; i++) {
 		e = EVENT(d, i);
-		if (!is_event(e) || is_fail(e) || event_key(e, "stack") ||
+		/* Only refusals and warnings: not another action. */
+		if (!is_event(e) || (strcmp(e->action, "deny") &&
+				     strcmp(e->action, "warn")) ||
+		    event_key(e, "stack") ||
 		    event_key(e, "mr_table") || seen_before(d, i, same_limit))
 			continue;
 		count = largest = last = 0;
@@ -324,9 +517,8 @@ static void check_limit_events(struct doctor *d)
 		ev_str(f, "key", e->key);
 		ev_add(f, "events", EV_COUNT, count);
 		ev_add(f, "largest_asked", EV_BYTES, largest);
-		ev_add(f, strcmp(e->key, "max_pins") ? "limit_bytes" : "limit",
-		       strcmp(e->key, "max_pins") ? EV_BYTES : EV_COUNT,
-		       x->limit);
+		ev_add(f, key_in_bytes(e->key) ? "limit_bytes" : "limit",
+		       key_in_bytes(e->key) ? EV_BYTES : EV_COUNT, x->limit);
 		ev_add(f, "last_time_ns", EV_TIME, last);
 		scope = scope_text(e->scope);
 		if (deny)
@@ -363,13 +555,17 @@ static const struct proc_row *find_proc(const struct doctor *d, uint64_t pid)
 /*
  * Per cause: why, for the failures the events no longer show; what the
  * program registered, for the causes that are its bug (NULL: the others
- * are told otherwise); the advice.
+ * are told otherwise); the advice.  Every cause of mrpin_abi.h has its
+ * entry: the array's size is checked against NR_CAUSES below, and a cause
+ * without words (or one a newer module has) gets those of unknown_cause.
  */
-static const struct {
+struct cause_words {
 	const char *why;
 	const char *what;
 	const char *advice;
-} causes[NR_CAUSES] = {
+};
+
+static const struct cause_words causes[] = {
 	[MRPIN_FAIL_MEMLOCK] = {
 		"RLIMIT_MEMLOCK was in the way", NULL,
 		"raise RLIMIT_MEMLOCK where the program is started (systemd LimitMEMLOCK=, ulimit -l, a container's memlock ulimit such as docker run --ulimit memlock=-1: containerd's default is 8 MiB), and rather than leave it unlimited, bound the program with a mrpin rule (mrpinctl limit set uid USER max_pinned=SIZE), which binds root too" },
@@ -397,20 +593,57 @@ static const struct {
 	[MRPIN_FAIL_OTHER] = {
 		"of another error", NULL,
 		"an error mrpin does not tell apart: look for the driver's reason in the kernel log at that time" },
+	[MRPIN_FAIL_DEVICE] = {
+		"the device's driver refused them (its MR table full, or its own limits)",
+		NULL,
+		"the device's driver refused it, most often because its MR table (max_mr) is full: deregister the MRs no longer used (ibv_dereg_mr), or register fewer, larger buffers; see the mr-table finding and mrpinctl dev" },
 };
 
-/* A fail event's cause; one this tool does not know is "other". */
+static_assert(ARRAY_SIZE(causes) == NR_CAUSES,
+	      "a cause of mrpin_abi.h without its words in causes[]");
+
+static const struct cause_words unknown_cause = {
+	"of a cause this mrpinctl does not know", NULL,
+	"a cause this mrpinctl does not know (a newer module's): update mrpinctl, and look for the driver's reason in the kernel log at that time" };
+
+/* The words of cause @c (-1: a cause this tool does not know). */
+static const struct cause_words *cause_words(int c)
+{
+	if (c < 0 || c >= NR_CAUSES || !causes[c].why || !causes[c].advice)
+		return &unknown_cause;
+	return &causes[c];
+}
+
+/* A fail event's cause; -1: one this tool does not know. */
 static int fail_cause(const struct event *e)
 {
-	int c = cause_index(e->key);
-
-	return c < 0 ? MRPIN_FAIL_OTHER : c;
+	return cause_index(e->key);
 }
 
 static bool same_failure(const struct event *a, const struct event *b)
 {
 	return is_fail(a) && is_fail(b) && a->pid == b->pid &&
-	       !strcmp(a->comm, b->comm) && !strcmp(a->key, b->key);
+	       !strcmp(a->comm, b->comm) && !strcmp(a->key, b->key) &&
+	       !strcmp(a->scope, b->scope);
+}
+
+/* A failure of cause device: the driver refused, the MR table named. */
+static void device_failure(struct finding *f, const struct event *e,
+			   const struct event *x, uint64_t count)
+{
+	char with[48] = "";
+
+	ev_str(f, "device", scope_device(e->scope));
+	ev_add(f, "device_pins", EV_COUNT, x->usage);
+	ev_add(f, "max_mr", EV_COUNT_LIMIT, x->limit);
+	ev_add(f, "last_time_ns", EV_TIME, x->time_ns);
+	if (x->errnum != ERRNO_UNKNOWN)
+		snprintf(with, sizeof(with), " (%s)", errno_str(x->errnum));
+	f->message = strfmt("pid %llu (%s): %s refused %s registration%s%s with %s of max_mr %s live, the last at %s",
+			    (unsigned long long)e->pid, e->comm,
+			    scope_device(e->scope), count_str(count),
+			    plural(count), with, count_str(x->usage),
+			    count_str(x->limit), time_str(x->time_ns));
 }
 
 /* The failures of event @i's process and cause; *told counts them. */
@@ -419,6 +652,7 @@ static void failure_finding(struct doctor *d, size_t i, uint64_t *told)
 	const struct event *e = EVENT(d, i), *x = e;
 	unsigned long long pid = e->pid;
 	uint64_t count = 0, largest = 0;
+	const struct cause_words *w;
 	const struct proc_row *p;
 	struct finding *f;
 	char upto[48] = "", with[48] = "";
@@ -433,7 +667,9 @@ static void failure_finding(struct doctor *d, size_t i, uint64_t *told)
 		if (x->asked > largest)
 			largest = x->asked;
 	}
-	told[c] += count;
+	if (c >= 0)
+		told[c] += count;
+	w = cause_words(c);
 	f = finding_new(d, SEV_HIGH, FK_FAILED, count);
 	subject_process(f, e->pid, e->comm);
 	ev_str(f, "cause", e->key);
@@ -442,19 +678,37 @@ static void failure_finding(struct doctor *d, size_t i, uint64_t *told)
 	ev_add(f, "events", EV_COUNT, count);
 	ev_add(f, "asked_bytes", EV_BYTES, x->asked);
 	ev_add(f, "largest_asked", EV_BYTES, largest);
-	ev_add(f, "vm_pinned_bytes", EV_BYTES, x->usage);
-	ev_add(f, "memlock_bytes", EV_BYTES_LIMIT, x->limit);
-	ev_add(f, "last_time_ns", EV_TIME, x->time_ns);
+	if (c == MRPIN_FAIL_DEVICE) {
+		device_failure(f, e, x, count);
+	} else if (c >= 0) {
+		ev_add(f, "vm_pinned_bytes", EV_BYTES, x->usage);
+		ev_add(f, "memlock_bytes", EV_BYTES_LIMIT, x->limit);
+		ev_add(f, "last_time_ns", EV_TIME, x->time_ns);
+	} else {
+		/* A newer module's cause: its numbers as they are. */
+		ev_str(f, "scope", e->scope);
+		ev_add(f, "usage", EV_COUNT, x->usage);
+		ev_add(f, "limit", EV_COUNT_LIMIT, x->limit);
+		ev_add(f, "last_time_ns", EV_TIME, x->time_ns);
+	}
 	p = find_proc(d, e->pid);
 	if (p && !strcmp(p->comm, e->comm) && tbl_has(&d->procs, "failures"))
 		ev_add(f, "process_failures", EV_COUNT, p->failures);
+	f->advice = w->advice;
+	if (f->message)
+		return;
 	if (largest)
 		snprintf(upto, sizeof(upto), " (up to %s)", bytes_str(largest));
 	if (x->errnum != ERRNO_UNKNOWN)
 		snprintf(with, sizeof(with), " with %s", errno_str(x->errnum));
-	if (causes[c].what)
+	if (c < 0)
+		f->message = strfmt("pid %llu (%s): %s registration%s failed (cause '%s', which this mrpinctl does not know)%s%s, the last at %s",
+				    pid, e->comm, count_str(count),
+				    plural(count), e->key, with, upto,
+				    time_str(x->time_ns));
+	else if (w->what)
 		f->message = strfmt("pid %llu (%s) registered %s: %s registration%s failed%s%s, the last at %s",
-				    pid, e->comm, causes[c].what,
+				    pid, e->comm, w->what,
 				    count_str(count), plural(count), with, upto,
 				    time_str(x->time_ns));
 	else if (c == MRPIN_FAIL_MEMLOCK)
@@ -473,7 +727,6 @@ static void failure_finding(struct doctor *d, size_t i, uint64_t *told)
 				    pid, e->comm, bytes_str(x->asked), with,
 				    count_str(count), plural(count),
 				    time_str(x->time_ns));
-	f->advice = causes[c].advice;
 }
 
 /*
@@ -500,9 +753,9 @@ static void check_failures(struct doctor *d)
 		ev_add(f, "failures", EV_COUNT, more);
 		ev_add(f, "failures_total", EV_COUNT, d->stats.failures[c]);
 		f->message = strfmt("%s more registration%s failed since mrpin was loaded because %s (%s), before the events the module keeps",
-				    count_str(more), plural(more), causes[c].why,
-				    cause_names[c]);
-		f->advice = causes[c].advice;
+				    count_str(more), plural(more),
+				    cause_words(c)->why, cause_names[c]);
+		f->advice = cause_words(c)->advice;
 	}
 }
 
@@ -865,6 +1118,9 @@ static void check_pins(struct doctor *d)
 			p = PIN(d, j);
 			if (p->oversized)
 				pin_add(&big, p);
+			/* An ODP registration pins no page to misalign. */
+			if (p->odp)
+				continue;
 			if (p->align < PAGE_4K)
 				pin_add(&unaligned, p);
 			if (p->length >= HUGE_2M && p->align < HUGE_2M)
@@ -875,6 +1131,20 @@ static void check_pins(struct doctor *d)
 }
 
 /* --- call sites --- */
+
+/*
+ * @row's call site, symbolized, into f->site (its frames in the JSON
+ * evidence); how the message names it (to free): the caller, or the raw
+ * frames and why they are not symbolized.
+ */
+static char *site_text(struct finding *f, const struct proc_maps *m,
+		       const struct site_row *row)
+{
+	f->site = site_resolve(m, row->frames);
+	if (!f->site->why)
+		return frame_text(&f->site->frames[f->site->caller]);
+	return strfmt("%s (not symbolized: %s)", row->frames, f->site->why);
+}
 
 static void site_finding(struct doctor *d, const struct proc_maps *m,
 			 const struct site_row *row, const char *which)
@@ -888,12 +1158,7 @@ static void site_finding(struct doctor *d, const struct proc_maps *m,
 	ev_add(f, "pins", EV_COUNT, row->pins);
 	ev_add(f, "bytes", EV_BYTES, row->bytes);
 	ev_add(f, "oldest_age_ms", EV_MS, row->oldest_age_ms);
-	f->site = site_resolve(m, row->frames);
-	if (!f->site->why)
-		where = frame_text(&f->site->frames[f->site->caller]);
-	else
-		where = strfmt("%s (not symbolized: %s)", row->frames,
-			       f->site->why);
+	where = site_text(f, m, row);
 	f->message = strfmt("pid %llu (%s): its %s live pins (%s pin%s, %s, the oldest %s old) were registered from %s",
 			    (unsigned long long)row->pid, row->comm, which,
 			    count_str(row->pins), plural(row->pins),
@@ -938,6 +1203,111 @@ static void check_callsites(struct doctor *d)
 			site_finding(d, m, biggest, "biggest");
 		}
 		maps_close(m);
+	}
+}
+
+/*
+ * A call site that keeps registering in a process that never
+ * deregistered an MR: a live leak, growing.
+ */
+static void growing_finding(struct doctor *d, const struct site_row *row)
+{
+	uint64_t span = row->oldest_age_ms - row->newest_age_ms;
+	char growth[96] = ", all within a millisecond";
+	struct proc_maps *m;
+	struct finding *f;
+	double rate = 0;
+	char *where;
+
+	f = finding_new(d, SEV_HIGH, FK_GROWING_LEAK, row->pins);
+	subject_process(f, row->pid, row->comm);
+	ev_add(f, "pins", EV_COUNT, row->pins);
+	ev_add(f, "bytes", EV_BYTES, row->bytes);
+	if (span) {
+		rate = (double)(row->pins - 1) * 1000 / (double)span;
+		ev_rate(f, "rate_per_s", rate);
+	}
+	ev_add(f, "oldest_age_ms", EV_MS, row->oldest_age_ms);
+	ev_add(f, "newest_age_ms", EV_MS, row->newest_age_ms);
+	ev_add(f, "deregistrations", EV_COUNT, 0);
+	m = maps_open(row->pid, row->comm);
+	where = site_text(f, m, row);
+	maps_close(m);
+	if (span && rate >= 1)
+		snprintf(growth, sizeof(growth), ", %.1f new a second for %s",
+			 rate, ms_str(span));
+	else if (span)
+		snprintf(growth, sizeof(growth), ", one new every %s for %s",
+			 ms_str(span / (row->pins - 1)), ms_str(span));
+	f->message = strfmt("pid %llu (%s) leaks MRs from %s: %s live, none ever deregistered%s",
+			    (unsigned long long)row->pid, row->comm, where,
+			    count_str(row->pins), growth);
+	free(where);
+	f->advice = "deregister each MR with ibv_dereg_mr once it is done with it: until then every one holds an entry of the device's MR table (max_mr) and its pinned memory";
+}
+
+/* A call site whose MRs were all registered long ago: a cache's. */
+static void stable_finding(struct doctor *d, const struct site_row *row,
+			   const struct proc_row *p)
+{
+	struct proc_maps *m;
+	struct finding *f;
+	char *where;
+
+	f = finding_new(d, SEV_INFO, FK_STABLE_SET, row->pins);
+	subject_process(f, row->pid, row->comm);
+	ev_add(f, "pins", EV_COUNT, row->pins);
+	ev_add(f, "bytes", EV_BYTES, row->bytes);
+	ev_add(f, "oldest_age_ms", EV_MS, row->oldest_age_ms);
+	ev_add(f, "newest_age_ms", EV_MS, row->newest_age_ms);
+	if (p)
+		ev_add(f, "deregistrations", EV_COUNT,
+		       p->registrations - p->pins - p->cleanup_releases);
+	m = maps_open(row->pid, row->comm);
+	where = site_text(f, m, row);
+	maps_close(m);
+	f->message = strfmt("pid %llu (%s) holds a stable set of %s MRs from %s, none new for %s (a registration cache)",
+			    (unsigned long long)row->pid, row->comm,
+			    count_str(row->pins), where,
+			    ms_str(row->newest_age_ms));
+	free(where);
+	f->advice = "no fix needed for a registration cache: it reuses its MRs (they hold entries of the device's MR table all the same)";
+}
+
+/*
+ * The call sites of at least GROWTH_MIN_PINS live pins (callsites=on):
+ * one that still registers (its newest pin at most 1/GROWING_NEWEST_DIV
+ * as old as its oldest) in a process that never deregistered an MR (all
+ * it registered is live or was released by the kernel's cleanup) is a
+ * growing leak; one whose newest pin is at least 1/STABLE_NEWEST_DIV as
+ * old as its oldest is a stable set.  Only with the ages of the newest
+ * pins (newer modules); the deregistrations need procs' cleanup_releases.
+ */
+static void check_growth(struct doctor *d)
+{
+	bool dereg = tbl_has(&d->procs, "cleanup_releases");
+	const struct proc_row *p, *known;
+	const struct site_row *row;
+	size_t i;
+
+	if (!tbl_has(&d->sites, "newest_age_ms"))
+		return;
+	for (i = 0; i < d->sites.nrows; i++) {
+		row = SITE(d, i);
+		if (row->pins < GROWTH_MIN_PINS)
+			continue;
+		p = find_proc(d, row->pid);
+		/* Deregistrations: registrations - pins - cleanup_releases. */
+		known = p && dereg && p->registrations >= p->pins &&
+			p->registrations - p->pins >= p->cleanup_releases ?
+			p : NULL;
+		if (known &&
+		    known->registrations - known->pins == known->cleanup_releases &&
+		    row->newest_age_ms <= row->oldest_age_ms / GROWING_NEWEST_DIV)
+			growing_finding(d, row);
+		else if (row->newest_age_ms >= row->oldest_age_ms -
+					       row->oldest_age_ms / STABLE_NEWEST_DIV)
+			stable_finding(d, row, known);
 	}
 }
 
@@ -1033,6 +1403,7 @@ int doctor_check(struct doctor *d)
 		return ret;
 	check_pins(d);
 	check_callsites(d);
+	check_growth(d);
 	check_duplicates(d);
 	findings_sort(d);
 	return 0;

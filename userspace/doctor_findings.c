@@ -133,7 +133,15 @@ void ev_pct(struct finding *f, const char *key, double pct)
 	struct evidence *e = ev_add(f, key, EV_PERCENT, 0);
 
 	if (e)
-		e->pct = pct;
+		e->x = pct;
+}
+
+void ev_rate(struct finding *f, const char *key, double rate)
+{
+	struct evidence *e = ev_add(f, key, EV_RATE, 0);
+
+	if (e)
+		e->x = rate;
 }
 
 void ev_str(struct finding *f, const char *key, const char *s)
@@ -151,6 +159,7 @@ static void finding_free(struct finding *f)
 	for (i = 0; i < f->nev; i++)
 		free(f->ev[i].s);
 	site_free(f->site);
+	free(f->mrs);
 	free(f->message);
 	free(f->advice_buf);
 }

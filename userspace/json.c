@@ -191,14 +191,20 @@ void jw_u64(const char *key, uint64_t v)
 	fprintf(jw.f, "%llu", (unsigned long long)v);
 }
 
-void jw_double(const char *key, double v)
+/* A number with a fraction, to @digits significant digits. */
+void jw_real(const char *key, double v, int digits)
 {
 	if (!isfinite(v)) {
 		jw_null(key);
 		return;
 	}
 	jw_member(key);
-	fprintf(jw.f, "%.6g", v);
+	fprintf(jw.f, "%.*g", digits, v);
+}
+
+void jw_double(const char *key, double v)
+{
+	jw_real(key, v, 6);
 }
 
 void jw_null(const char *key)

@@ -217,6 +217,7 @@ struct stats {
 	uint64_t failures_total;	/* the kernel's pins that failed */
 	uint64_t failures[NR_CAUSES];	/* ... by cause */
 	bool failures_known;	/* the module counts them (failures_total) */
+	bool cause_known[NR_CAUSES];	/* ... and this cause (its line) */
 	bool distinct_known;	/* the module counts them (distinct_bytes) */
 	bool odp_known;		/* the module records them (odp_pins) */
 };
@@ -246,6 +247,7 @@ struct proc_row {
 	uint64_t bytes_2m;
 	uint64_t bytes_1g;
 	uint64_t stack_pins;
+	uint64_t cleanup_releases;	/* released at exit or close */
 	uint64_t registrations;
 	uint64_t reg_per_s;
 	char *life_hist;	/* pins released, by log2 of their life in us */
@@ -297,11 +299,15 @@ struct site_row {
 	uint64_t bytes;
 	uint64_t oldest_age_ms;
 	char *frames;		/* "0x..,0x..": innermost first */
+	uint64_t newest_age_ms;	/* optional: its youngest live pin's age */
 };
 
 /*
  * An event of the `events` stream; "# lost N": seq EVENT_LOST, asked N.
- * Action "fail": the kernel's pin failed, key is its cause (cause_names[]).
+ * Action "fail": the kernel's pin failed, key is its cause (cause_names[],
+ * or one a newer module has); cause "device" (scope device:NAME): the
+ * driver refused the registration, usage is the device's live pins and
+ * limit its max_mr.
  */
 struct event {
 	uint64_t seq;
@@ -335,6 +341,7 @@ int event_line(struct tbl_header *h, unsigned int lineno, char *line,
 	       struct event *e, bool *got);
 int load_version(char *buf, size_t len);
 int cause_index(const char *key);
+bool event_in_bytes(const struct event *e);
 
 enum proc_sort { SORT_PINNED, SORT_PINS, SORT_PEAK };
 extern const char *const proc_sort_names[];
@@ -350,6 +357,7 @@ void jw_arr_close(void);
 void jw_str(const char *key, const char *s);
 void jw_u64(const char *key, uint64_t v);
 void jw_double(const char *key, double v);
+void jw_real(const char *key, double v, int digits);
 void jw_null(const char *key);
 void jw_bool(const char *key, bool v);
 int jw_depth(void);

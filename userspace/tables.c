@@ -449,6 +449,7 @@ static const struct tbl_field stats_fields[] = {
 	F_FAIL("invalid", MRPIN_FAIL_INVALID),
 	F_FAIL("nomem", MRPIN_FAIL_NOMEM),
 	F_FAIL("other", MRPIN_FAIL_OTHER),
+	F_FAIL("device", MRPIN_FAIL_DEVICE),
 };
 
 static const struct tbl_field dev_fields[] = {
@@ -476,6 +477,7 @@ static const struct tbl_field proc_fields[] = {
 	F_OPT(struct proc_row, bytes_2m, TF_U64),
 	F_OPT(struct proc_row, bytes_1g, TF_U64),
 	F_OPT(struct proc_row, stack_pins, TF_U64),
+	F_OPT(struct proc_row, cleanup_releases, TF_U64),
 	F_OPT(struct proc_row, registrations, TF_U64),
 	F_OPT(struct proc_row, reg_per_s, TF_U64),
 	F_OPT(struct proc_row, life_hist, TF_STR),
@@ -525,6 +527,7 @@ static const struct tbl_field site_fields[] = {
 	F(struct site_row, bytes, TF_U64),
 	F(struct site_row, oldest_age_ms, TF_U64),
 	F(struct site_row, frames, TF_STR),
+	F_OPT(struct site_row, newest_age_ms, TF_U64),
 };
 
 static const struct tbl_field event_fields[] = {
@@ -559,7 +562,8 @@ static const struct tbl_field event_fields[] = {
 int load_stats(struct stats *s)
 {
 	uint64_t have = 0;
-	int ret;
+	char name[64];
+	int ret, i;
 
 	memset(s, 0, sizeof(*s));
 	ret = kv_load("stats", stats_fields, ARRAY_SIZE(stats_fields), s,
@@ -568,6 +572,13 @@ int load_stats(struct stats *s)
 		s->ram_bytes = host_ram_bytes();
 	s->failures_known = field_have(stats_fields, ARRAY_SIZE(stats_fields),
 				       have, "failures_total");
+	for (i = 0; i < NR_CAUSES; i++) {
+		snprintf(name, sizeof(name), "failures_%s_total",
+			 cause_names[i]);
+		s->cause_known[i] = field_have(stats_fields,
+					       ARRAY_SIZE(stats_fields), have,
+					       name);
+	}
 	s->distinct_known = field_have(stats_fields, ARRAY_SIZE(stats_fields),
 				       have, "distinct_bytes");
 	s->odp_known = field_have(stats_fields, ARRAY_SIZE(stats_fields), have,
@@ -728,9 +739,28 @@ int cause_index(const char *key)
 	int i;
 
 	for (i = 0; i < NR_CAUSES; i++)
-		if (!strcmp(cause_names[i], key))
+		if (cause_names[i] && !strcmp(cause_names[i], key))
 			return i;
 	return -1;
+}
+
+/*
+ * Are event @e's usage and limit bytes: those of max_pinned, max_pin_size
+ * and the stack rule, and a failure's VmPin and RLIMIT_MEMLOCK?  Else they
+ * are counts (max_pins, a device's MR table and the registrations its
+ * driver refused: its live pins and max_mr), or the numbers of a key or
+ * cause this tool does not know, told as they are.
+ */
+bool event_in_bytes(const struct event *e)
+{
+	int c;
+
+	if (!strcmp(e->action, "fail")) {
+		c = cause_index(e->key);
+		return c >= 0 && c != MRPIN_FAIL_DEVICE;
+	}
+	return !strcmp(e->key, "max_pinned") ||
+	       !strcmp(e->key, "max_pin_size") || !strcmp(e->key, "stack");
 }
 
 /* --- sorting --- */

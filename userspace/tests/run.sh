@@ -182,6 +182,19 @@ golden_tests() {
 	golden json-pin-odp odp -j pin
 	golden status-odp odp status
 	golden export-odp odp export prometheus
+	STATUS=1 golden doctor-mrtable mrtable doctor
+	STATUS=1 golden json-doctor-mrtable mrtable -p doctor
+	STATUS=1 golden doctor-mrtable-full mrtable-full doctor
+	STATUS=1 golden json-doctor-mrtable-full mrtable-full -p doctor
+	COLUMNS=200 golden events-device mrtable-full events
+	golden json-events-device mrtable-full -j events
+	golden export-device mrtable-full export prometheus
+	STATUS=1 golden doctor-growth growth doctor
+	STATUS=1 golden json-doctor-growth growth -p doctor
+	STATUS=1 golden doctor-future-cause future-cause doctor
+	STATUS=1 golden json-doctor-future-cause future-cause -p doctor
+	COLUMNS=200 golden events-future-cause future-cause events
+	golden export-future-cause future-cause export prometheus
 }
 
 # --- RAM: N% of RAM is a share of the snapshot's RAM, not the reader's ---
@@ -377,6 +390,18 @@ doctor_callsite_test() {
 	run "$out/snap" doctor
 	check "doctor: the call site in text: function, file:line, object+offset" \
 		grep -Eq "were registered from register_buffers at callsite-target\.c:$line \(callsite-target\+0x[0-9a-f]+\); " "$out/stdout"
+	# The same call site growing, in a process that never deregistered.
+	rm -rf "$out/grow"
+	cp -r "$snaps/clean" "$out/grow"
+	sed -i '1s/$/ newest_age_ms/' "$out/grow/callsites"
+	echo "$pid callsite-target 150 614400 60000 $frames 100" >>"$out/grow/callsites"
+	echo "$pid callsite-target 1000 / 150 614400 614400 614400 unlimited 0 0 614400 0 0 0 0 150 0 $(printf '0,%.0s' {1..23})0 614400" >>"$out/grow/procs"
+	run "$out/grow" -j doctor
+	check "doctor: a live growing leak: its call site symbolized as the leak suspect's" json_is \
+		"[(f['evidence']['caller']['function'], f['evidence']['caller']['line'], [x['function'] for x in f['evidence']['frames']][2:]) for f in d if f['kind'] == 'growing-leak'] == [('register_buffers', $line, ['register_buffers', 'main'])]"
+	run "$out/grow" doctor
+	check "doctor: a live growing leak in text: function, file:line, object+offset" \
+		grep -Eq "^high  pid $pid \(callsite-target\) leaks MRs from register_buffers at callsite-target\.c:$line \(callsite-target\+0x[0-9a-f]+\): 150 live, none ever deregistered, 2\.5 new a second for 59\.9s; " "$out/stdout"
 	exec 8>&-
 	wait "$pid"
 	run "$out/snap" doctor
@@ -583,6 +608,200 @@ odp_tests() {
 		"snap/stats:2: expected 'odp_pins NUMBER'"
 	cut_fuzz odp pins 2 pin
 	cut_fuzz odp stats 3 status
+}
+
+# --- the MR table: who holds it, full or not; the device's refusals ---
+
+mr_table_tests() {
+	local t
+	run "$snaps/mrtable" -j doctor
+	check "mr-table: over the mark, not full: the holder, its oldest MRs, no refusal" json_is \
+		'[(f["severity"], f["subject"], f["evidence"]["holder_pid"], f["evidence"]["holder_comm"], f["evidence"]["holder_pins"], f["evidence"]["oldest_age_ms"], f["evidence"]["refused"], f["evidence"]["pins"], f["evidence"]["max_mr"]) for f in d if f["kind"] == "mr-table"] == [("high", {"scope": "device", "device": "rxe0"}, 206, "mrpin_mr_fill", 12, 97000, 0, 18, 20)]'
+	check "mr-table: the holder's 3 oldest MRs, the older first, then by id" json_is \
+		'[f["evidence"]["oldest"] for f in d if f["kind"] == "mr-table"] == [[{"id": 7, "age_ms": 97000, "start": 94558000119808, "length": 4096, "caller": "rxe_mr_init_user"}, {"id": 8, "age_ms": 97000, "start": 94558000128000, "length": 4096, "caller": "rxe_mr_init_user"}, {"id": 9, "age_ms": 96000, "start": 94558000136192, "length": 4096, "caller": "rxe_mr_init_user"}]]'
+	check "mr-table: not full: no 'full' in the message" json_is \
+		'[f["message"] for f in d if f["kind"] == "mr-table"] == ["rxe0: 90% of max_mr in use (18 of 20, mr_table_warn=80%): pid 206 (mrpin_mr_fill) holds 12, the oldest for 1m37s"]'
+	check "odp: ODP pins are neither misaligned nor 2 MiB-misaligned" json_is \
+		'not any(f["kind"].startswith("misaligned") for f in d)'
+	scratch mrtable
+	sed -i 's/ 0 1$/ 0 0/' "$out/snap/pins"
+	run "$out/snap" -j doctor
+	check "odp: the same pins without odp are misaligned" json_is \
+		'sorted((f["kind"], f["subject"]["pid"]) for f in d if f["kind"].startswith("misaligned")) == [("misaligned", 150), ("misaligned-2m", 150), ("misaligned-2m", 207)]'
+	run "$snaps/mrtable-full" -j doctor
+	check "mr-table: full: a refusal, 'full', the holder; advice: ibv_dereg_mr or a restart" json_is \
+		'[(f["severity"], f["evidence"]["refused"], f["evidence"]["holder_pid"], f["evidence"]["holder_pins"], "full" in f["message"], "ibv_dereg_mr" in f["advice"] and "restarted" in f["advice"]) for f in d if f["kind"] == "mr-table"] == [("high", 1, 206, 13, True, True)]'
+	check "mr-table: full, in words" json_is \
+		'[f["message"] for f in d if f["kind"] == "mr-table"] == ["rxe0: the MR table is full (19 of 20, 1 registration refused): pid 206 (mrpin_mr_fill) holds 13, the oldest for 1m37s"]'
+	check "failed: cause device: the device, its live pins and max_mr, errno" json_is \
+		'[(f["severity"], f["subject"]["pid"], f["evidence"]["cause"], f["evidence"]["device"], f["evidence"]["device_pins"], f["evidence"]["max_mr"], f["evidence"]["errno"], f["evidence"]["events"], f["evidence"]["process_failures"]) for f in d if f["kind"] == "failed"] == [("high", 206, "device", "rxe0", 19, 20, 22, 1, 1)]'
+	check "failed: cause device, in words, pointing at the MR table" json_is \
+		'[(f["message"], "mr-table" in f["advice"] and "ibv_dereg_mr" in f["advice"]) for f in d if f["kind"] == "failed"] == [("pid 206 (mrpin_mr_fill): rxe0 refused 1 registration (EINVAL) with 19 of max_mr 20 live, the last at Dec 03 21:21:59", True)]'
+	scratch mrtable
+	sed -i 's/^\(rxe0 .* 20\) 18 /\1 20 /' "$out/snap/devices"
+	run "$out/snap" -j doctor
+	check "mr-table: at max_mr, no refusal yet: full" json_is \
+		'[(f["evidence"]["refused"], f["message"].startswith("rxe0: the MR table is full (20 of 20): pid 206 ")) for f in d if f["kind"] == "mr-table"] == [(0, True)]'
+	scratch mrtable
+	sed -i 's/^\([789]\) 206 mrpin_mr_fill /\1 150 ib_send_bw /' "$out/snap/pins"
+	run "$out/snap" -j doctor
+	check "mr-table: as many pins: the lowest pid holds the table" json_is \
+		'[(f["evidence"]["holder_pid"], f["evidence"]["holder_pins"], [o["id"] for o in f["evidence"]["oldest"]]) for f in d if f["kind"] == "mr-table"] == [(150, 9, [1, 2, 3])]'
+	scratch mrtable
+	head -n1 "$snaps/mrtable/pins" >"$out/snap/pins"
+	run "$out/snap" -j doctor
+	check "mr-table: no live pin in the pins view: no holder" json_is \
+		'[(sorted(f["evidence"]), f["message"]) for f in d if f["kind"] == "mr-table"] == [(sorted(["pins", "max_mr", "mr_use_percent", "mr_table_warn_percent", "pinned_bytes", "refused"]), "rxe0: 90% of max_mr in use (18 of 20, mr_table_warn=80%)")]'
+	scratch mrtable-full
+	sed -i 's/^\(rxe0 .* 20\) 19 /\1 10 /' "$out/snap/devices"
+	run "$out/snap" -j doctor
+	check "mr-table: a mark crossed before, and the refusals since" json_is \
+		'[(f["severity"], f["evidence"]["refused"], f["message"]) for f in d if f["kind"] == "mr-table"] == [("medium", 1, "rxe0: the MR table crossed its mr_table_warn mark 1 time, the last at Dec 03 21:20:59 with 16 pins, and it refused 1 registration, the last at Dec 03 21:21:59")]'
+	scratch mrtable-full
+	sed -i '/ fail /d' "$out/snap/events"
+	run "$out/snap" -j doctor
+	check "failed: device failures the events no longer show" json_is \
+		'[(f["severity"], f["evidence"], f["message"]) for f in d if f["kind"] == "failed"] == [("medium", {"cause": "device", "failures": 1, "failures_total": 1}, "1 more registration failed since mrpin was loaded because the device'"'"'s driver refused them (its MR table full, or its own limits) (device), before the events the module keeps")]'
+	run "$snaps/mrtable-full" -j events
+	check "events: a device refusal: usage and limit are counts" json_is \
+		'[(e["scope"], e["key"], e["asked"], e["usage"], e["limit"], e["errno"]) for e in d if e["action"] == "fail"] == [("device:rxe0", "device", 4096, 19, 20, 22)]'
+	run "$snaps/mrtable-full" export prometheus
+	check "export: failures by cause, device too, from a module that counts it" eval \
+		'[ $rc = 0 ] && "$here/promcheck.py" "$out/stdout" >/dev/null &&
+		 [ "$(grep -c "^mrpin_failures_total{cause=\"[a-z]*\"} [0-9]*$" "$out/stdout")" = 9 ] &&
+		 grep -qx "mrpin_failures_total{cause=\"device\"} 1" "$out/stdout"'
+	run "$snaps/mistakes" export prometheus
+	check "export: a module without failures_device_total: no device series" eval \
+		'[ $rc = 0 ] && ! grep -q "cause=\"device\"" "$out/stdout"'
+
+	# The bug this fixed: doctor crashed on a device failure (cause
+	# device had no words, its advice NULL).
+	scratch mistakes
+	echo "24 1796332919331281340 fail 205 mrpin_mr_fill 0 device:rxe0 device 4096 524286 524287 12" >>"$out/snap/events"
+	echo "failures_device_total 1" >>"$out/snap/stats"
+	run "$out/snap" doctor
+	check "doctor: a device failure among the others: no crash, said" eval \
+		'clean && [ $rc = 1 ] && grep -q "^high    pid 205 (mrpin_mr_fill): rxe0 refused 1 registration (ENOMEM) with 524,286 of max_mr 524,287 live, the last at .*; the device" "$out/stdout"'
+	run "$out/snap" -j doctor
+	check "doctor JSON: a device failure among the others: no crash, every finding with advice" eval \
+		'clean && [ $rc = 1 ] && json_is "all(f[\"advice\"] for f in d) and len(d) == 33"'
+	sed -i 's/^failures_device_total 1$/failures_device_total 4/' "$out/snap/stats"
+	run "$out/snap" -j doctor
+	check "doctor JSON: device failures only counted: no crash, a finding" eval \
+		'clean && [ $rc = 1 ] && json_is "[f[\"evidence\"][\"failures\"] for f in d if f[\"kind\"] == \"failed\" and f[\"evidence\"][\"cause\"] == \"device\" and f[\"subject\"][\"scope\"] == \"global\"] == [3]"'
+
+	# Half a million MRs (rxe's max_mr) in pins: read and aggregated in
+	# O(n log n); a quadratic doctor would take hours.
+	scratch mrtable-full
+	python3 - "$out/snap" <<-'PY'
+		import sys
+		d, n = sys.argv[1], 524286
+		with open(d + "/pins", "w") as f:
+		    f.write("# id pid comm device start length pinned_bytes caller age_ms stack bytes_4k bytes_2m bytes_1g align oversized odp\n")
+		    for i in range(1, n + 1):
+		        f.write("%d 206 mrpin_mr_fill rxe0 94558000119808 4096 4096 rxe_mr_init_user %d 0 4096 0 0 8192 0 0\n" % (i, 97000 - i * 97000 // n))
+		with open(d + "/devices", "w") as f:
+		    f.write("# device node_guid max_mr pins pinned_bytes\nrxe0 f88a:f1ff:fe83:e6b0 524287 %d %d\n" % (n, n * 4096))
+	PY
+	t=$(date +%s%N)
+	run "$out/snap" -j doctor
+	t=$((($(date +%s%N) - t) / 1000000))
+	diag "doctor on 524,286 pins: $t ms"
+	check "mr-table: 524,286 pins: the holder, its oldest, in under 30 s ($t ms)" eval \
+		'clean && [ $rc = 1 ] && [ $t -lt 30000 ] && json_is "[(f[\"evidence\"][\"holder_pins\"], [o[\"id\"] for o in f[\"evidence\"][\"oldest\"]], \"full\" in f[\"message\"]) for f in d if f[\"kind\"] == \"mr-table\"] == [(524286, [1, 2, 3], True)]"'
+}
+
+# --- growing leaks and stable sets, from callsites' newest_age_ms ---
+
+growth_tests() {
+	run "$snaps/growth" -j doctor
+	check "growth: a growing leak and a stable set, nothing for the rest" json_is \
+		'sorted((f["kind"], f["severity"], f["subject"]["pid"]) for f in d if f["kind"] in ("growing-leak", "stable-set")) == [("growing-leak", "high", 311), ("stable-set", "info", 377)]'
+	check "growth: the leak's evidence, exact" json_is \
+		'[(f["subject"], f["evidence"]["pins"], f["evidence"]["bytes"], f["evidence"]["oldest_age_ms"], f["evidence"]["newest_age_ms"], f["evidence"]["deregistrations"], abs(f["evidence"]["rate_per_s"] - 12344 * 1000 / 617200) < 1e-6, len(f["evidence"]["frames"]), f["evidence"]["caller"]["address"]) for f in d if f["kind"] == "growing-leak"] == [({"scope": "process", "pid": 311, "comm": "leaky_worker"}, 12345, 12345 * 4096, 617250, 50, 0, True, 3, 0x7f3a1c0f2b3d)]'
+	check "growth: the stable set's evidence, exact" json_is \
+		'[(f["subject"]["comm"], f["evidence"]["pins"], f["evidence"]["bytes"], f["evidence"]["oldest_age_ms"], f["evidence"]["newest_age_ms"], f["evidence"]["deregistrations"], "rate_per_s" in f["evidence"]) for f in d if f["kind"] == "stable-set"] == [("kv_cache", 2000, 2000 << 20, 540000, 539000, 0, False)]'
+	run "$snaps/growth" doctor
+	check "growth: the leak in words" grep -qxF \
+		"high  pid 311 (leaky_worker) leaks MRs from 0x7f3a1c0f2b3d,0x55d0c0a01234,0x55d0c0a00e99 (not symbolized: the process is gone): 12,345 live, none ever deregistered, 20.0 new a second for 10m17s; deregister each MR with ibv_dereg_mr once it is done with it: until then every one holds an entry of the device's MR table (max_mr) and its pinned memory" "$out/stdout"
+	check "growth: the stable set in words" grep -qF \
+		"info  pid 377 (kv_cache) holds a stable set of 2,000 MRs from 0x7f3a1c0f2b3d,0x55d0c0a02000,0x55d0c0a00e99 (not symbolized: the process is gone), none new for 8m59s (a registration cache); " "$out/stdout"
+	# The thresholds, each side of them.
+	scratch growth
+	sed -i 's/^\(311 leaky_worker 12345 .*\) 50$/\1 154312/' "$out/snap/callsites"
+	run "$out/snap" -j doctor
+	check "growth: newest age exactly a quarter of the oldest's: still growing" json_is \
+		'[f["subject"]["pid"] for f in d if f["kind"] == "growing-leak"] == [311]'
+	sed -i 's/^\(311 leaky_worker 12345 .*\) 154312$/\1 154313/' "$out/snap/callsites"
+	run "$out/snap" -j doctor
+	check "growth: newest age just over a quarter: neither a leak nor stable" json_is \
+		'not [f for f in d if f["kind"] in ("growing-leak", "stable-set") and f["subject"]["pid"] == 311]'
+	scratch growth
+	sed -i 's/^\(377 kv_cache .*\) 539000$/\1 270000/' "$out/snap/callsites"
+	run "$out/snap" -j doctor
+	check "growth: newest age exactly half the oldest's: stable" json_is \
+		'[f["subject"]["pid"] for f in d if f["kind"] == "stable-set"] == [377]'
+	sed -i 's/^\(377 kv_cache .*\) 270000$/\1 269999/' "$out/snap/callsites"
+	run "$out/snap" -j doctor
+	check "growth: newest age just under half: not stable" json_is \
+		'not [f for f in d if f["kind"] == "stable-set"]'
+	scratch growth
+	sed -i 's/^600 few_regs 99 /600 few_regs 100 /' "$out/snap/callsites"
+	run "$out/snap" -j doctor
+	check "growth: 100 live pins at a site: enough" json_is \
+		'sorted(f["subject"]["pid"] for f in d if f["kind"] == "growing-leak") == [311, 600]'
+	scratch growth
+	sed -i 's/^\(311 leaky_worker .* 0 0 0 \)0 12348 /\10 12349 /' "$out/snap/procs"
+	run "$out/snap" -j doctor
+	check "growth: a process that deregistered once is no leak" json_is \
+		'not [f for f in d if f["kind"] == "growing-leak"] and len([f for f in d if f["kind"] == "stable-set"]) == 1'
+	scratch growth
+	sed -i 's/^\(311 leaky_worker .* 0 0 0 \)0 12348 /\15 12353 /' "$out/snap/procs"
+	run "$out/snap" -j doctor
+	check "growth: MRs released by the cleanup are no deregistration" json_is \
+		'[f["subject"]["pid"] for f in d if f["kind"] == "growing-leak"] == [311]'
+	# Older modules: no newest_age_ms, no cleanup_releases.
+	scratch growth
+	sed 's/ newest_age_ms$//; s/ [0-9]*$//' "$snaps/growth/callsites" >"$out/snap/callsites"
+	run "$out/snap" -j doctor
+	check "growth: callsites without newest_age_ms: no such finding, the rest" json_is \
+		'not [f for f in d if f["kind"] in ("growing-leak", "stable-set")] and len([f for f in d if f["kind"] == "leak-suspect"]) == 4'
+	scratch growth
+	awk '{ $(NR == 1 ? 17 : 16) = "" } { gsub(/  +/, " "); print }' "$snaps/growth/procs" >"$out/snap/procs"
+	run "$out/snap" -j doctor
+	check "growth: procs without cleanup_releases: no leak told, the stable set still" json_is \
+		'[(f["kind"], "deregistrations" in f["evidence"]) for f in d if f["kind"] in ("growing-leak", "stable-set")] == [("stable-set", False)]'
+	cut_fuzz growth callsites 5 doctor
+}
+
+# --- causes and keys of a newer module: generic, never a crash ---
+
+future_cause_tests() {
+	local cmd
+	for cmd in status proc pin dev events "export prometheus" doctor; do
+		# shellcheck disable=SC2086
+		run "$snaps/future-cause" $cmd
+		check "future cause: $cmd: output, no crash" eval \
+			'clean && [ -s "$out/stdout" ] && { [ $rc = 0 ] || { [ "$cmd" = doctor ] && [ $rc = 1 ]; }; }'
+		[ "$cmd" = "export prometheus" ] && continue
+		# shellcheck disable=SC2086
+		run "$snaps/future-cause" -j $cmd
+		check "future cause: $cmd JSON: valid, no crash" eval \
+			'clean && { [ $rc = 0 ] || { [ "$cmd" = doctor ] && [ $rc = 1 ]; }; } && json_valid'
+	done
+	run "$snaps/future-cause" -j doctor
+	check "future cause: doctor: a failure of an unknown cause, by process, its numbers as they are" json_is \
+		'[(f["subject"]["pid"], f["evidence"]["cause"], f["evidence"]["events"], f["evidence"]["usage"], f["evidence"]["limit"], f["evidence"]["errno"], "does not know" in f["message"] and "update mrpinctl" in f["advice"]) for f in d if f["kind"] == "failed" and f["evidence"]["cause"] == "frobnicated"] == [(410, "frobnicated", 2, 4096, None, 95, True), (411, "frobnicated", 1, 19, 20, 5, True)]'
+	check "future cause: doctor: an unknown action is no limit crossed" json_is \
+		'not [f for f in d if f["subject"].get("pid") == 413] and [f["evidence"]["limit"] for f in d if f["subject"].get("pid") == 412] == [5]'
+	run "$snaps/future-cause" export prometheus
+	check "future cause: export: the causes it knows, valid" eval \
+		'[ $rc = 0 ] && "$here/promcheck.py" "$out/stdout" >/dev/null && ! grep -q frob "$out/stdout" &&
+		 [ "$(grep -c "^mrpin_failures_total{" "$out/stdout")" = 9 ]'
+	run "$snaps/future-cause" -j status
+	check "future cause: status: failures_total as the module counts it" json_is 'd["failures_total"] == 4'
+	cut_fuzz future-cause events 7 doctor
+	cut_fuzz future-cause stats 11 export prometheus
 }
 
 # count=: the global and process rules only.
@@ -1061,6 +1280,9 @@ json_tests
 doctor_tests
 distinct_tests
 odp_tests
+mr_table_tests
+growth_tests
+future_cause_tests
 bad_args_tests
 bad_config_tests
 good_config_tests
