@@ -37,6 +37,16 @@ set -euo pipefail
 die() { echo "setup: $*" >&2; exit 1; }
 
 : "${MRPIN_CACHE:=${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/mrpin}"
+
+# One setup at a time: the VMs of one `make check` start together, and two
+# apt-gets (or two unpackings of one kernel) must not meet.  A setup.sh run
+# from inside one (debug-kernel.sh asks for its source) holds the lock already.
+if [ -z "${MRPIN_SETUP_LOCKED:-}" ]; then
+	mkdir -p "$MRPIN_CACHE"
+	exec 8>"$MRPIN_CACHE/setup.lock"
+	flock 8
+	export MRPIN_SETUP_LOCKED=1
+fi
 KFLAVOUR=${KFLAVOUR:-}
 case "$KFLAVOUR" in
 "" | generic) flavour=amd64 ;;
