@@ -88,7 +88,8 @@ int mrpin_callsites_show(struct seq_file *m)
 	for (i = 0; i < n; i = j) {
 		g = &sites[i];
 		bytes = 0;
-		oldest = newest = g->created_ns;
+		oldest = g->created_ns;
+		newest = g->created_ns;
 		for (j = i; j < n && !mrpin_site_cmp(g, &sites[j]); j++) {
 			bytes += sites[j].bytes;
 			oldest = min(oldest, sites[j].created_ns);
