@@ -117,6 +117,8 @@ static void export_stats(FILE *f, const struct export *x)
 		{ "untracked_releases_total", "counter", "Releases of pins made before the module was loaded.", offsetof(struct stats, untracked_releases_total) },
 		{ "denials_total", "counter", "Pins refused by a limit.", offsetof(struct stats, denials_total) },
 		{ "warnings_total", "counter", "Pins over a limit in warn mode (allowed).", offsetof(struct stats, warnings_total) },
+		{ "stack_pins_total", "counter", "Registrations of stack memory.", offsetof(struct stats, stack_pins_total) },
+		{ "cleanup_releases_total", "counter", "Pins the kernel's cleanup released (process exit, closing the device) instead of a deregistration: leaks.", offsetof(struct stats, cleanup_releases_total) },
 	};
 	size_t i;
 
@@ -126,7 +128,11 @@ static void export_stats(FILE *f, const struct export *x)
 		/* Only from modules that count it. */
 		if ((!strcmp(m[i].name, "distinct_bytes") &&
 		     !x->stats.distinct_known) ||
-		    (!strcmp(m[i].name, "odp_pins") && !x->stats.odp_known))
+		    (!strcmp(m[i].name, "odp_pins") && !x->stats.odp_known) ||
+		    (!strcmp(m[i].name, "stack_pins_total") &&
+		     !x->stats.stack_known) ||
+		    (!strcmp(m[i].name, "cleanup_releases_total") &&
+		     !x->stats.cleanup_known))
 			continue;
 		family(f, m[i].name, m[i].type, m[i].help);
 		sample(f, m[i].name,

@@ -213,6 +213,7 @@ struct stats {
 	uint64_t denials_total;
 	uint64_t warnings_total;
 	uint64_t stack_pins_total;
+	uint64_t cleanup_releases_total;	/* pins the kernel's cleanup released */
 	uint64_t ram_bytes;	/* the RAM N% limits are shares of; 0: unknown */
 	uint64_t failures_total;	/* the kernel's pins that failed */
 	uint64_t failures[NR_CAUSES];	/* ... by cause */
@@ -220,6 +221,8 @@ struct stats {
 	bool cause_known[NR_CAUSES];	/* ... and this cause (its line) */
 	bool distinct_known;	/* the module counts them (distinct_bytes) */
 	bool odp_known;		/* the module records them (odp_pins) */
+	bool stack_known;	/* the module counts them (stack_pins_total) */
+	bool cleanup_known;	/* ... and these (cleanup_releases_total) */
 };
 
 struct dev_row {

@@ -1226,6 +1226,15 @@ misc_tests() {
 	run "$snaps/basic" export prometheus
 	check "export: no failures family from a module that does not count them" eval \
 		'[ $rc = 0 ] && ! grep -q "^mrpin_failures_total" "$out/stdout"'
+	run "$snaps/mistakes" export prometheus
+	check "export: stack registrations and cleanup releases, counters, from a module that counts them" eval \
+		'[ $rc = 0 ] && grep -qx "# TYPE mrpin_stack_pins_total counter" "$out/stdout" &&
+		 grep -qx "mrpin_stack_pins_total 6" "$out/stdout" &&
+		 grep -qx "# TYPE mrpin_cleanup_releases_total counter" "$out/stdout" &&
+		 grep -qx "mrpin_cleanup_releases_total 5412" "$out/stdout"'
+	run "$snaps/basic" export prometheus
+	check "export: a module without them: no stack or cleanup family" eval \
+		'[ $rc = 0 ] && ! grep -q "stack_pins\|cleanup_releases" "$out/stdout"'
 	run "$snaps/mistakes" export prometheus --per-process
 	check "export: failures by cause, one family, valid" eval \
 		'[ $rc = 0 ] && "$here/promcheck.py" "$out/stdout" >/dev/null &&
