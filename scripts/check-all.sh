@@ -162,6 +162,7 @@ for s in "$@"; do
 	case "$s" in
 	install-test) what=pkg ;;
 	debug) what=source ;;
+	6.1) what="build vm host" ;;	# and mrpinctl's host tests
 	*) what="build vm" ;;
 	esac
 	for w in $what; do

@@ -12,6 +12,8 @@
 #   setup.sh paths   print the cache paths the Makefile and VM runner use
 #   setup.sh source  print the test kernel's source tarball (linux-source-X)
 #   setup.sh pkg     what the packaging and its host-side tests need
+#   setup.sh host    what mrpinctl's host tests need besides the build
+#                    (make -C userspace check): promtool, from prometheus
 #   setup.sh plugin  print the directory of QEMU's qemu-plugin.h, taken from
 #                    the installed QEMU's source package (make bench)
 #
@@ -444,18 +446,26 @@ pkg)
 	# What the packaging and its host-side tests need (make deb, make
 	# dkms-install, scripts/install-test.sh): dkms and the test kernel's
 	# headers to build against, debhelper + dh-dkms + dpkg-dev to build the
-	# .debs, lintian to check them, systemd for systemd-analyze.
+	# .debs, lintian to check them, systemd for systemd-analyze,
+	# prometheus for promtool (the installed alert rules).
 	# The 6.12 series' headers too: dkms builds for every kernel it has.
 	kver=$(resolve_kver)
 	kver612=$(KSERIES=6.12 KVER= KFLAVOUR= "$here/setup.sh" kver)
 	need_pkgs make gcc kmod dkms debhelper dh-dkms dpkg-dev fakeroot lintian \
-		libncurses-dev libdw-dev pkg-config \
+		libncurses-dev libdw-dev pkg-config prometheus \
 		systemd "linux-headers-$kver" "linux-headers-$kver612"
+	;;
+host)
+	# mrpinctl's host tests check the export and the alert rules with
+	# promtool (check metrics, check rules, test rules).  Debian's
+	# prometheus package is the one that ships it; without its
+	# recommends (node_exporter).  The rest they need is the build's.
+	need_pkgs prometheus
 	;;
 plugin)
 	qemu_plugin_header
 	;;
 *)
-	die "usage: setup.sh kver|build|vm|paths|source|pkg|plugin"
+	die "usage: setup.sh kver|build|vm|paths|source|pkg|host|plugin"
 	;;
 esac
