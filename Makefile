@@ -146,8 +146,9 @@ endif
 #
 #   make install        the module into /lib/modules/KVER/updates (KVER: the
 #                       kernel kmod/mrpin.ko was built for) and depmod,
-#                       mrpinctl, its man page and bash completion, the
-#                       systemd units and the files in /etc.  DESTDIR and
+#                       mrpinctl, its man page and bash completion, its
+#                       Prometheus alert rules, the systemd units and the
+#                       files in /etc.  DESTDIR and
 #                       PREFIX (default /usr/local) are honoured; with DESTDIR
 #                       depmod runs only on a DESTDIR that holds the kernel's
 #                       modules (never on the host's /lib/modules).  Files in
@@ -170,6 +171,7 @@ PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+RULESDIR ?= $(PREFIX)/share/mrpin/prometheus
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 # /sbin may not be in a user's PATH (make install DESTDIR=... as a user).
 DEPMOD ?= $(firstword $(wildcard /sbin/depmod /usr/sbin/depmod) depmod)
@@ -218,6 +220,8 @@ install-tools: userspace/mrpinctl
 	install -D -m 0644 userspace/mrpinctl.8 $(DESTDIR)$(MANDIR)/man8/mrpinctl.8
 	install -D -m 0644 userspace/mrpinctl.bash-completion \
 		$(DESTDIR)$(BASHCOMPDIR)/mrpinctl
+	install -D -m 0644 userspace/mrpin.rules.yml \
+		$(DESTDIR)$(RULESDIR)/mrpin.rules.yml
 
 # The units name /usr/sbin/mrpinctl: point them at $(SBINDIR).
 install-conf:
@@ -313,7 +317,9 @@ uninstall:
 			$(DEPMOD) -b "$(DESTDIR)" -a "$$kver"; fi; \
 	done
 	rm -f $(DESTDIR)$(SBINDIR)/mrpinctl $(DESTDIR)$(MANDIR)/man8/mrpinctl.8 \
-		$(DESTDIR)$(BASHCOMPDIR)/mrpinctl $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
+		$(DESTDIR)$(BASHCOMPDIR)/mrpinctl $(DESTDIR)$(RULESDIR)/mrpin.rules.yml \
+		$(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
+	-rmdir $(DESTDIR)$(RULESDIR) $(DESTDIR)$(PREFIX)/share/mrpin 2>/dev/null
 	@set -e; for f in $(ETC_FILES); do \
 		src=$(PKG)/$${f%%:*}; dst="$(DESTDIR)/etc/$${f#*:}"; \
 		if [ -e "$$dst" ] && ! cmp -s "$$src" "$$dst"; then \

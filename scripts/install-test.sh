@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The packaging's tests on the host (`make install-test`): make install into
-# a DESTDIR, the systemd units, the example files in /etc, dkms against the
-# test kernel's headers, make deb and lintian, and the .debs installed into
-# this machine with dpkg and purged again without a trace.  KTAP on stdout,
+# a DESTDIR, the systemd units, the alert rules (promtool), the example files
+# in /etc, dkms against the test kernel's headers, make deb and lintian, and
+# the .debs installed into this machine with dpkg and purged again without a
+# trace.  KTAP on stdout,
 # a last line "N passed, N failed"; exits 0 only when nothing failed.
 #
 # Needs a built tree (`make`), the packages of `scripts/setup.sh pkg`, and
@@ -32,7 +33,7 @@ num=0
 passed=0
 failed=0
 skipped=0
-plan=19
+plan=20
 
 echo "TAP version 13"
 echo "1..$plan"
@@ -135,6 +136,9 @@ f 644 usr/local/share/bash-completion/completions/mrpinctl
 d usr/local/share/man
 d usr/local/share/man/man8
 f 644 usr/local/share/man/man8/mrpinctl.8
+d usr/local/share/mrpin
+d usr/local/share/mrpin/prometheus
+f 644 usr/local/share/mrpin/prometheus/mrpin.rules.yml
 EOF
 }
 
@@ -194,6 +198,13 @@ systemd_analyze_verify_accepts_the_units() {
 		{ echo "$out"; return 1; }
 	echo "$out"
 	[ -z "$out" ]
+}
+
+# The alert rules as installed: Prometheus loads them (promtool, from
+# Debian's prometheus: scripts/setup.sh pkg installs it).
+installed_rules_pass_promtool() {
+	command -v promtool >/dev/null || fail "promtool missing" || return
+	promtool check rules "$dest/usr/local/share/mrpin/prometheus/mrpin.rules.yml"
 }
 
 # Everything in the shipped /etc files is commented out; the rules in them
@@ -356,6 +367,7 @@ packages_hold_what_they_should() {
 		"$tools" ./usr/sbin/mrpinctl \
 		"$tools" ./usr/share/man/man8/mrpinctl.8.gz \
 		"$tools" ./usr/share/bash-completion/completions/mrpinctl \
+		"$tools" ./usr/share/mrpin/prometheus/mrpin.rules.yml \
 		"$tools" ./lib/systemd/system/mrpin.service \
 		"$tools" ./lib/systemd/system/mrpin-export.service \
 		"$tools" ./lib/systemd/system/mrpin-export.timer \
@@ -447,6 +459,7 @@ check make_install_runs_depmod_in_a_destdir_that_holds_the_kernel \
 	make_install_runs_depmod_in_a_destdir_that_holds_the_kernel
 check units_run_the_installed_mrpinctl units_run_the_installed_mrpinctl
 check systemd_analyze_verify_accepts_the_units systemd_analyze_verify_accepts_the_units
+check installed_rules_pass_promtool installed_rules_pass_promtool
 check example_files_are_commented_out_and_well_formed \
 	example_files_are_commented_out_and_well_formed
 check make_install_keeps_an_edited_policy make_install_keeps_an_edited_policy

@@ -243,6 +243,94 @@ print(int.from_bytes(buf.raw[32:40], \"little\"))")" = "$fake" ]'
 	)
 }
 
+# --- Prometheus: the export's text format, the alert rules ---
+
+# promtool FILE...: Debian's prometheus package has it (scripts/setup.sh
+# host installs it); its output in $out/promtool, told when it fails.
+promtool_ok() {
+	promtool "$@" >"$out/promtool" 2>&1 && return 0
+	diag "promtool $*:"
+	head -n 30 "$out/promtool" | sed 's/^/# /' >>"$results"
+	return 1
+}
+
+# exposition_lint FILE: promtool's lint of the text format (syntax, HELP
+# and TYPE, counters in _total, units), then mrpin's own rules, which it
+# does not check: every name starts with mrpin_, sizes are in _bytes,
+# values are counts or bytes (integers, never negative), no series twice,
+# the samples of a family together, at least one sample.  The problems on
+# stdout.
+exposition_lint() {
+	promtool check metrics <"$1" 2>&1 || return 1
+	awk '/^#/ { next }
+	{
+		name = $0; sub(/[{ ].*/, "", name)
+		series = $0; sub(/ [^ ]*$/, "", series)
+		if (name !~ /^mrpin_/) bad = bad "; " name ": no mrpin_ prefix"
+		if (name ~ /bytes/ && name !~ /_bytes(_total)?$/) bad = bad "; " name ": a size not in _bytes"
+		if ($NF !~ /^[0-9]+$/) bad = bad "; " series ": value " $NF
+		if (seen[series]++) bad = bad "; " series ": twice"
+		if (name != cur) {
+			if (name in done) bad = bad "; " name ": its samples apart"
+			done[cur]; cur = name
+		}
+		n++
+	}
+	END {
+		if (!n) bad = bad "; no samples"
+		if (bad != "") { print substr(bad, 3); exit 1 }
+	}' "$1"
+}
+
+# exposition_ok FILE: no problem, or they are told.
+exposition_ok() {
+	exposition_lint "$1" >"$out/lint" && return 0
+	diag "exposition $1:"
+	head -n 10 "$out/lint" | sed 's/^/# /' >>"$results"
+	return 1
+}
+
+# lint_finds FILE TEXT: the lint refuses FILE, saying TEXT.
+lint_finds() {
+	! exposition_lint "$1" >"$out/lint" && grep -qF -- "$2" "$out/lint"
+}
+
+# The metric names the rules read (not the ones they record, LEVEL:NAME:OP).
+rules_metrics() {
+	grep -v '^ *#' "$here/../mrpin.rules.yml" |
+		grep -oE '(^|[^:_a-zA-Z0-9])mrpin_[a-zA-Z0-9_]+' |
+		sed 's/^[^m]//' | sort -u
+}
+
+prometheus_tests() {
+	command -v promtool >/dev/null ||
+		diag "promtool is missing: scripts/setup.sh host installs it (Debian's prometheus)"
+	check "rules: promtool check rules mrpin.rules.yml" \
+		promtool_ok check rules "$here/../mrpin.rules.yml"
+	check "rules: promtool test rules tests/mrpin.rules.test.yml" \
+		promtool_ok test rules "$here/mrpin.rules.test.yml"
+	# Every metric they read is one the export writes (a family in
+	# expected/export*), and they read some.
+	comm -23 <(rules_metrics) <(sed -n 's/^# TYPE \(mrpin_[a-z0-9_]*\) .*/\1/p' \
+		"$here"/expected/export* | sort -u) >"$out/unknown"
+	check "rules: read only metrics the export writes ($(rules_metrics | wc -l) of them)" eval \
+		'[ ! -s "$out/unknown" ] && [ "$(rules_metrics | wc -l)" -gt 5 ] ||
+		 { diag "not in the export: $(paste -sd " " "$out/unknown")"; false; }'
+	# The lint itself: what promtool refuses, and what only mrpin's rules do.
+	printf '# HELP mrpin_x_bytes X.\n# TYPE mrpin_x_bytes counter\nmrpin_x_bytes 1\n' >"$out/bad.prom"
+	check "exposition lint: a counter without _total (promtool)" \
+		lint_finds "$out/bad.prom" 'counter metrics should have "_total" suffix'
+	printf '# HELP mrpin_x_bytes X.\n# TYPE mrpin_x_bytes gauge\nmrpin_x_bytes{d="a"} 1\nmrpin_x_bytes{d="a"} 2\n' >"$out/bad.prom"
+	check "exposition lint: a series twice (mrpin's rules)" \
+		lint_finds "$out/bad.prom" 'mrpin_x_bytes{d="a"}: twice'
+	printf '# HELP x_bytes X.\n# TYPE x_bytes gauge\nx_bytes 1\n' >"$out/bad.prom"
+	check "exposition lint: no mrpin_ prefix (mrpin's rules)" \
+		lint_finds "$out/bad.prom" 'x_bytes: no mrpin_ prefix'
+	: >"$out/bad.prom"
+	check "exposition lint: no samples (mrpin's rules)" \
+		lint_finds "$out/bad.prom" 'no samples'
+}
+
 # --- JSON: valid, exact, for every command ---
 
 json_valid() { python3 -c 'import json,sys; json.load(sys.stdin)' <"$out/stdout"; }
@@ -456,7 +544,7 @@ distinct_tests() {
 		'clean && [ $rc = 0 ] && ! grep -qi distinct "$out/stdout"'
 	run "$snaps/mistakes" export prometheus --per-process
 	check "distinct: export: global and per-process gauges, with HELP and TYPE, valid" eval \
-		'[ $rc = 0 ] && "$here/promcheck.py" "$out/stdout" >/dev/null &&
+		'[ $rc = 0 ] && exposition_ok "$out/stdout" &&
 		 grep -qx "# TYPE mrpin_distinct_bytes gauge" "$out/stdout" &&
 		 grep -qx "mrpin_distinct_bytes 49928269824" "$out/stdout" &&
 		 grep -q "^# HELP mrpin_process_distinct_bytes ." "$out/stdout" &&
@@ -549,7 +637,7 @@ odp_tests() {
 		 grep -qx "Pins: *5" "$out/stdout"'
 	run "$snaps/odp" export prometheus
 	check "odp: export: mrpin_odp_pins, with HELP and TYPE, after mrpin_pins, valid" eval \
-		'[ $rc = 0 ] && "$here/promcheck.py" "$out/stdout" >/dev/null &&
+		'[ $rc = 0 ] && exposition_ok "$out/stdout" &&
 		 grep -q "^# HELP mrpin_odp_pins ." "$out/stdout" &&
 		 grep -qx "# TYPE mrpin_odp_pins gauge" "$out/stdout" &&
 		 grep -qx "mrpin_odp_pins 2" "$out/stdout" &&
@@ -667,7 +755,7 @@ mr_table_tests() {
 		'[(e["scope"], e["key"], e["asked"], e["usage"], e["limit"], e["errno"]) for e in d if e["action"] == "fail"] == [("device:rxe0", "device", 4096, 19, 20, 22)]'
 	run "$snaps/mrtable-full" export prometheus
 	check "export: failures by cause, device too, from a module that counts it" eval \
-		'[ $rc = 0 ] && "$here/promcheck.py" "$out/stdout" >/dev/null &&
+		'[ $rc = 0 ] && exposition_ok "$out/stdout" &&
 		 [ "$(grep -c "^mrpin_failures_total{cause=\"[a-z]*\"} [0-9]*$" "$out/stdout")" = 9 ] &&
 		 grep -qx "mrpin_failures_total{cause=\"device\"} 1" "$out/stdout"'
 	run "$snaps/mistakes" export prometheus
@@ -796,7 +884,7 @@ future_cause_tests() {
 		'not [f for f in d if f["subject"].get("pid") == 413] and [f["evidence"]["limit"] for f in d if f["subject"].get("pid") == 412] == [5]'
 	run "$snaps/future-cause" export prometheus
 	check "future cause: export: the causes it knows, valid" eval \
-		'[ $rc = 0 ] && "$here/promcheck.py" "$out/stdout" >/dev/null && ! grep -q frob "$out/stdout" &&
+		'[ $rc = 0 ] && exposition_ok "$out/stdout" && ! grep -q frob "$out/stdout" &&
 		 [ "$(grep -c "^mrpin_failures_total{" "$out/stdout")" = 9 ]'
 	run "$snaps/future-cause" -j status
 	check "future cause: status: failures_total as the module counts it" json_is 'd["failures_total"] == 4'
@@ -1222,7 +1310,7 @@ misc_tests() {
 	check "options after the command" json_valid
 
 	run "$snaps/basic" export prometheus --per-process
-	check "export: exposition format valid" eval '[ $rc = 0 ] && "$here/promcheck.py" "$out/stdout" >/dev/null'
+	check "export: exposition format valid" eval '[ $rc = 0 ] && exposition_ok "$out/stdout"'
 	run "$snaps/basic" export prometheus
 	check "export: no failures family from a module that does not count them" eval \
 		'[ $rc = 0 ] && ! grep -q "^mrpin_failures_total" "$out/stdout"'
@@ -1237,16 +1325,16 @@ misc_tests() {
 		'[ $rc = 0 ] && ! grep -q "stack_pins\|cleanup_releases" "$out/stdout"'
 	run "$snaps/mistakes" export prometheus --per-process
 	check "export: failures by cause, one family, valid" eval \
-		'[ $rc = 0 ] && "$here/promcheck.py" "$out/stdout" >/dev/null &&
+		'[ $rc = 0 ] && exposition_ok "$out/stdout" &&
 		 [ "$(grep -c "^# TYPE mrpin_failures_total counter$" "$out/stdout")" = 1 ] &&
 		 [ "$(grep -c "^mrpin_failures_total{cause=\"[a-z]*\"} [0-9]*$" "$out/stdout")" = 8 ] &&
 		 grep -qx "mrpin_failures_total{cause=\"memlock\"} 6" "$out/stdout"'
 	run "$snaps/empty" export prometheus
-	check "export: exposition format valid with nothing pinned" eval '[ $rc = 0 ] && "$here/promcheck.py" "$out/stdout" >/dev/null'
+	check "export: exposition format valid with nothing pinned" eval '[ $rc = 0 ] && exposition_ok "$out/stdout"'
 	mkdir -p "$out/textfile"
 	run "$snaps/basic" export prometheus "$out/textfile/mrpin.prom"
 	check "export FILE: written atomically, 0644, no temporary left" eval \
-		'[ $rc = 0 ] && [ ! -s "$out/stdout" ] && [ "$(stat -c %a "$out/textfile/mrpin.prom")" = 644 ] && [ "$(ls -A "$out/textfile")" = mrpin.prom ] && "$here/promcheck.py" "$out/textfile/mrpin.prom" >/dev/null'
+		'[ $rc = 0 ] && [ ! -s "$out/stdout" ] && [ "$(stat -c %a "$out/textfile/mrpin.prom")" = 644 ] && [ "$(ls -A "$out/textfile")" = mrpin.prom ] && exposition_ok "$out/textfile/mrpin.prom"'
 	run "$snaps/basic" export prometheus "$out/no/such/dir/mrpin.prom"
 	check "export FILE: an unwritable directory is an error" fails_with 1 "no/such/dir"
 
@@ -1284,6 +1372,7 @@ misc_tests() {
 
 unit_tests
 golden_tests
+prometheus_tests
 ram_tests
 json_tests
 doctor_tests
