@@ -160,9 +160,9 @@ prep_start=$(date +%s)
 prep_failed=0
 for s in "$@"; do
 	case "$s" in
-	install-test) what=pkg ;;
+	install-test) what="pkg promtool" ;;
 	debug) what=source ;;
-	6.1) what="build vm host" ;;	# and mrpinctl's host tests
+	6.1) what="build vm promtool" ;;	# and mrpinctl's host tests
 	*) what="build vm" ;;
 	esac
 	for w in $what; do

@@ -65,6 +65,13 @@ module)
 *) echo "check: MRPIN_CHECK_SCOPE must be all or module, not '$MRPIN_CHECK_SCOPE'" >&2; exit 2 ;;
 esac
 
+# mrpinctl_vm.sh lints the export with promtool, which its VM reads from
+# this machine's cache (the VM's root is this machine's, read-only).
+if [[ " $* " == *" mrpinctl_vm.sh "* ]] && [ -z "${PROMTOOL:-}" ]; then
+	PROMTOOL=$("$here/setup.sh" promtool) || exit 1
+	export PROMTOOL
+fi
+
 # What a test costs, in seconds with short loops (the times the KTAP
 # stream gives, two VMs side by side): on 6.1's generic kernel, and on the
 # debug kernel, where the shell tests' many small processes and the module

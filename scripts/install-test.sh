@@ -201,10 +201,11 @@ systemd_analyze_verify_accepts_the_units() {
 }
 
 # The alert rules as installed: Prometheus loads them (promtool, from
-# Debian's prometheus: scripts/setup.sh pkg installs it).
+# Debian's prometheus: scripts/setup.sh promtool).
 installed_rules_pass_promtool() {
-	command -v promtool >/dev/null || fail "promtool missing" || return
-	promtool check rules "$dest/usr/local/share/mrpin/prometheus/mrpin.rules.yml"
+	local promtool
+	promtool=$("$here/setup.sh" promtool) || fail "no promtool" || return
+	"$promtool" check rules "$dest/usr/local/share/mrpin/prometheus/mrpin.rules.yml"
 }
 
 # Everything in the shipped /etc files is commented out; the rules in them

@@ -12,8 +12,10 @@
 #   setup.sh paths   print the cache paths the Makefile and VM runner use
 #   setup.sh source  print the test kernel's source tarball (linux-source-X)
 #   setup.sh pkg     what the packaging and its host-side tests need
-#   setup.sh host    what mrpinctl's host tests need besides the build
-#                    (make -C userspace check): promtool, from prometheus
+#   setup.sh promtool  print the path of promtool (mrpinctl's host tests and
+#                    the packaging's check the export and the alert rules
+#                    with it), unpacked from Debian's prometheus package
+#                    into the cache, never installed
 #   setup.sh plugin  print the directory of QEMU's qemu-plugin.h, taken from
 #                    the installed QEMU's source package (make bench)
 #
@@ -173,6 +175,35 @@ download() {
 		(cd "$dir" && apt-get download -q "$@" >/dev/null 2>&1) ||
 			{ apt_update; (cd "$dir" && apt-get download -q "$@" >/dev/null); }
 	fi
+}
+
+# --- promtool ---
+
+# The path of promtool, from Debian's prometheus package unpacked into the
+# cache: installing the package would start a Prometheus server on a host
+# that runs systemd, and its tools are all the tests want.
+promtool_path() {
+	local ver dir tmp
+	ver=$(apt-cache policy prometheus 2>/dev/null | awk '/Candidate:/ { print $2 }')
+	if [ -z "$ver" ] || [ "$ver" = "(none)" ]; then
+		apt_update
+		ver=$(apt-cache policy prometheus | awk '/Candidate:/ { print $2 }')
+	fi
+	[ -n "$ver" ] && [ "$ver" != "(none)" ] ||
+		die "no prometheus package in this machine's apt sources (promtool)"
+	dir=$MRPIN_CACHE/prometheus-${ver//:/_}
+	if [ ! -x "$dir/usr/bin/promtool" ]; then
+		echo "setup: unpacking promtool from prometheus $ver into $dir" >&2
+		tmp=$(mktemp -d "$MRPIN_CACHE/prometheus.XXXXXX")
+		(cd "$tmp" && apt-get download -q "prometheus=$ver" >/dev/null) ||
+			{ rm -rf "$tmp"; die "could not download prometheus $ver"; }
+		rm -rf "$dir"
+		dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/root" &&
+			mv "$tmp/root" "$dir" ||
+			{ rm -rf "$tmp"; die "could not unpack prometheus $ver"; }
+		rm -rf "$tmp"
+	fi
+	echo "$dir/usr/bin/promtool"
 }
 
 # --- the test kernel ---
@@ -446,26 +477,21 @@ pkg)
 	# What the packaging and its host-side tests need (make deb, make
 	# dkms-install, scripts/install-test.sh): dkms and the test kernel's
 	# headers to build against, debhelper + dh-dkms + dpkg-dev to build the
-	# .debs, lintian to check them, systemd for systemd-analyze,
-	# prometheus for promtool (the installed alert rules).
+	# .debs, lintian to check them, systemd for systemd-analyze.
 	# The 6.12 series' headers too: dkms builds for every kernel it has.
 	kver=$(resolve_kver)
 	kver612=$(KSERIES=6.12 KVER= KFLAVOUR= "$here/setup.sh" kver)
 	need_pkgs make gcc kmod dkms debhelper dh-dkms dpkg-dev fakeroot lintian \
-		libncurses-dev libdw-dev pkg-config prometheus \
+		libncurses-dev libdw-dev pkg-config \
 		systemd "linux-headers-$kver" "linux-headers-$kver612"
 	;;
-host)
-	# mrpinctl's host tests check the export and the alert rules with
-	# promtool (check metrics, check rules, test rules).  Debian's
-	# prometheus package is the one that ships it; without its
-	# recommends (node_exporter).  The rest they need is the build's.
-	need_pkgs prometheus
+promtool)
+	promtool_path
 	;;
 plugin)
 	qemu_plugin_header
 	;;
 *)
-	die "usage: setup.sh kver|build|vm|paths|source|pkg|host|plugin"
+	die "usage: setup.sh kver|build|vm|paths|source|pkg|promtool|plugin"
 	;;
 esac

@@ -15,7 +15,8 @@ mrpin_load
 here=$(cd "$(dirname "$0")" && pwd -P)
 repo=$(cd "$here/.." && pwd)
 CTL=$repo/userspace/mrpinctl
-PROMCHECK=$repo/userspace/tests/promcheck.py
+# promtool: scripts/check.sh passes it (setup.sh promtool unpacks it).
+PROMTOOL=${PROMTOOL:-promtool}
 PTY_TOP=$repo/userspace/tests/pty_top.py
 LIMITS=$MRPIN_LIMITS
 require_built "$CTL"
@@ -203,18 +204,18 @@ ktap_check "status_counts_the_denials" \
 
 # 6. The Prometheus export.
 "$CTL" export prometheus --per-process >"$tmp/metrics"
-ktap_check "export_is_valid_exposition_format" bash -c "'$PROMCHECK' '$tmp/metrics' >/dev/null"
+ktap_check "export_is_valid_exposition_format" bash -c "'$PROMTOOL' check metrics <'$tmp/metrics'"
 ktap_check "export_has_the_device_and_process_series" \
 	bash -c "grep -qx 'mrpin_device_pins{device=\"rxe0\"} [1-9][0-9]*' '$tmp/metrics' &&
 		grep -qx 'mrpin_process_pinned_bytes{pid=\"$pid\",comm=\"mrpin_pinner\"} $vmpin' '$tmp/metrics' &&
 		grep -qx 'mrpin_pinned_bytes $(mrpin_stat pinned_bytes)' '$tmp/metrics'"
 "$CTL" export prometheus >"$tmp/metrics"
 ktap_check "export_has_no_per_process_series_by_default" \
-	bash -c "! grep -q 'pid=' '$tmp/metrics' && '$PROMCHECK' '$tmp/metrics' >/dev/null"
+	bash -c "! grep -q 'pid=' '$tmp/metrics' && '$PROMTOOL' check metrics <'$tmp/metrics'"
 mkdir -p "$tmp/textfile"
 "$CTL" export prometheus "$tmp/textfile/mrpin.prom"
 ktap_check "export_file_written_atomically" \
-	bash -c "[ \"\$(ls -A '$tmp/textfile')\" = mrpin.prom ] && [ \"\$(stat -c %a '$tmp/textfile/mrpin.prom')\" = 644 ] && '$PROMCHECK' '$tmp/textfile/mrpin.prom' >/dev/null"
+	bash -c "[ \"\$(ls -A '$tmp/textfile')\" = mrpin.prom ] && [ \"\$(stat -c %a '$tmp/textfile/mrpin.prom')\" = 644 ] && '$PROMTOOL' check metrics <'$tmp/textfile/mrpin.prom'"
 
 # 7. top.
 ktap_check "top_plain_when_not_a_terminal" \

@@ -245,10 +245,13 @@ print(int.from_bytes(buf.raw[32:40], \"little\"))")" = "$fake" ]'
 
 # --- Prometheus: the export's text format, the alert rules ---
 
-# promtool FILE...: Debian's prometheus package has it (scripts/setup.sh
-# host installs it); its output in $out/promtool, told when it fails.
+: "${PROMTOOL:=promtool}"
+
+# promtool ARGS...: Debian's prometheus package has it (`make check` takes
+# it from scripts/setup.sh promtool, in $PROMTOOL); its output in
+# $out/promtool, told when it fails.
 promtool_ok() {
-	promtool "$@" >"$out/promtool" 2>&1 && return 0
+	"$PROMTOOL" "$@" >"$out/promtool" 2>&1 && return 0
 	diag "promtool $*:"
 	head -n 30 "$out/promtool" | sed 's/^/# /' >>"$results"
 	return 1
@@ -261,7 +264,7 @@ promtool_ok() {
 # the samples of a family together, at least one sample.  The problems on
 # stdout.
 exposition_lint() {
-	promtool check metrics <"$1" 2>&1 || return 1
+	"$PROMTOOL" check metrics <"$1" 2>&1 || return 1
 	awk '/^#/ { next }
 	{
 		name = $0; sub(/[{ ].*/, "", name)
@@ -303,8 +306,8 @@ rules_metrics() {
 }
 
 prometheus_tests() {
-	command -v promtool >/dev/null ||
-		diag "promtool is missing: scripts/setup.sh host installs it (Debian's prometheus)"
+	command -v "$PROMTOOL" >/dev/null ||
+		diag "promtool is missing: scripts/setup.sh promtool unpacks it (Debian's prometheus)"
 	check "rules: promtool check rules mrpin.rules.yml" \
 		promtool_ok check rules "$here/../mrpin.rules.yml"
 	check "rules: promtool test rules tests/mrpin.rules.test.yml" \
