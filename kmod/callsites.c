@@ -55,7 +55,7 @@ int mrpin_callsites_show(struct seq_file *m)
 {
 	struct mrpin_site *sites, *s, *g;
 	unsigned long id, n = 0, max = 0, i, j;
-	u64 now = local_clock(), bytes, oldest, newest;
+	u64 now, bytes, oldest, newest;
 	const struct mrpin_callsite *cs;
 	struct mrpin_pin *pin;
 	unsigned int k;
@@ -82,6 +82,8 @@ int mrpin_callsites_show(struct seq_file *m)
 		memcpy(s->ip, cs->ip, sizeof(s->ip));
 	}
 	rcu_read_unlock();
+	/* After the copy: the pins it took were all made before it. */
+	now = local_clock();
 	sort(sites, n, sizeof(*sites), mrpin_site_cmp, NULL);
 
 	seq_puts(m, "# pid comm pins bytes oldest_age_ms frames newest_age_ms\n");
@@ -98,10 +100,10 @@ int mrpin_callsites_show(struct seq_file *m)
 		seq_printf(m, "%d ", g->pid);
 		seq_escape(m, g->comm, MRPIN_ESCAPE);
 		seq_printf(m, " %lu %llu %llu ", j - i, bytes,
-			   div_u64(now - oldest, NSEC_PER_MSEC));
+			   mrpin_age_ms(oldest, now));
 		for (k = 0; k < g->depth; k++)
 			seq_printf(m, k ? ",0x%lx" : "0x%lx", g->ip[k]);
-		seq_printf(m, " %llu\n", div_u64(now - newest, NSEC_PER_MSEC));
+		seq_printf(m, " %llu\n", mrpin_age_ms(newest, now));
 	}
 	kvfree(sites);
 	return 0;

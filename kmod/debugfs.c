@@ -160,7 +160,7 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 	 * registration), else the previous one; before any window is full,
 	 * the current one's rate once it is a second old.
 	 */
-	elapsed = now - proc->rate_start_ns;
+	elapsed = mrpin_age_ns(proc->rate_start_ns, now);
 	if (elapsed >= 10 * NSEC_PER_SEC ||
 	    (!proc->rate_full && elapsed >= NSEC_PER_SEC))
 		rate = div64_u64(proc->rate_count * NSEC_PER_SEC, elapsed);
@@ -356,7 +356,7 @@ static int pins_show(struct seq_file *m, void *v)
 	huge = ((u64)pin->pages_2m + pin->pages_1g) << PAGE_SHIFT;
 	seq_printf(m, " %lu %zu %llu %s %llu %d %llu %llu %llu %lu %d %d\n",
 		   pin->start, pin->length, bytes, caller,
-		   div_u64(local_clock() - pin->created_ns, NSEC_PER_MSEC),
+		   mrpin_age_ms(pin->created_ns, local_clock()),
 		   !!(pin->flags & MRPIN_PIN_STACK), bytes - huge,
 		   (u64)pin->pages_2m << PAGE_SHIFT,
 		   (u64)pin->pages_1g << PAGE_SHIFT, 1UL << pin->align_shift,

@@ -310,7 +310,8 @@ void mrpin_diag_pinned(struct mrpin_pin *pin, struct ib_umem *umem)
  */
 void mrpin_diag_release(struct mrpin_pin *pin, bool cleanup)
 {
-	u64 age_us = div_u64(local_clock() - pin->created_ns, NSEC_PER_USEC);
+	u64 age_us = div_u64(mrpin_age_ns(pin->created_ns, local_clock()),
+			     NSEC_PER_USEC);
 	int bucket = age_us ? fls64(age_us) - 1 : 0;
 
 	bucket = min(bucket, MRPIN_LIFE_BUCKETS - 1);

@@ -545,6 +545,28 @@ static inline u64 mrpin_pin_charged(const struct mrpin_pin *pin)
 }
 
 /**
+ * mrpin_age_ns() - how long ago a local_clock() stamp was
+ * @then_ns:	the stamp (a pin's created_ns)
+ * @now_ns:	local_clock() now
+ *
+ * local_clock() is per CPU, and the stamp may have been taken on another
+ * CPU, or after @now_ns was read: a stamp after @now_ns is an age of 0,
+ * never a negative one read as a huge number.
+ *
+ * Return: the age, in nanoseconds.
+ */
+static inline u64 mrpin_age_ns(u64 then_ns, u64 now_ns)
+{
+	return now_ns > then_ns ? now_ns - then_ns : 0;
+}
+
+/* mrpin_age_ns() in whole milliseconds, as the views print ages. */
+static inline u64 mrpin_age_ms(u64 then_ns, u64 now_ns)
+{
+	return div_u64(mrpin_age_ns(then_ns, now_ns), NSEC_PER_MSEC);
+}
+
+/**
  * mrpin_ram_bytes() - the RAM that "N% of RAM" limits are shares of
  *
  * totalram_pages(), in bytes: what sysinfo() and MemTotal report.  The

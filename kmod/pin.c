@@ -493,7 +493,7 @@ void mrpin_pin_released(struct mrpin_pin *pin, bool cleanup)
 	if (trace_mrpin_unpin_enabled())
 		trace_mrpin_unpin(pin->id, pin->charge.proc->tgid,
 				  mrpin_pin_charged(pin),
-				  local_clock() - pin->created_ns);
+				  mrpin_age_ns(pin->created_ns, local_clock()));
 	mrpin_pin_forget(pin, true);
 }
 

@@ -1294,7 +1294,9 @@ static void check_growth(struct doctor *d)
 		return;
 	for (i = 0; i < d->sites.nrows; i++) {
 		row = SITE(d, i);
-		if (row->pins < GROWTH_MIN_PINS)
+		/* A newest pin older than the oldest: no age to judge by. */
+		if (row->pins < GROWTH_MIN_PINS ||
+		    row->newest_age_ms > row->oldest_age_ms)
 			continue;
 		p = find_proc(d, row->pid);
 		/* Deregistrations: registrations - pins - cleanup_releases. */
