@@ -91,14 +91,15 @@ if [ "${KFLAVOUR:-}" = debug ]; then
 		[mrpin_secure_boot.sh]=30 [mrpin_lifecycle]=29
 		[mrpin_events_readers]=29 [mrpin_accounting]=28
 		[mrpin_diag]=27 [mrpin_pressure]=25 [mrpin_devices.sh]=23
-		[mrpin_load.sh]=18 [mrpin_events]=15)
+		[mrpin_load.sh]=18 [mrpin_events]=15 [mrpinctl_growth.sh]=122)
 else
 	cost=([mrpin_install.sh]=45 [mrpin_diag]=17 [mrpin_leaks]=16
 		[mrpin_reload_churn.sh]=32 [mrpinctl_vm.sh]=28
 		[mrpin_params_fuzz.sh]=25 [mrpin_load_loop.sh]=18
 		[mrpinctl_doctor.sh]=18 [mrpin_pressure]=17 [mrpin_security.sh]=14
 		[mrpin_events_readers]=20 [mrpin_limits]=10 [mrpin_events]=4
-		[mrpin_limits_policy.sh]=7 [mrpin_stress]=6 [mrpin_lifecycle.sh]=6)
+		[mrpin_limits_policy.sh]=7 [mrpin_stress]=6 [mrpin_lifecycle.sh]=6
+		[mrpin_mr_table.sh]=94 [mrpinctl_growth.sh]=11)
 fi
 
 # VMs: one per CPU, no more than the tests, nor than the memory holds
