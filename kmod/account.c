@@ -816,6 +816,8 @@ void mrpin_account_released_facts(struct mrpin_proc *proc, u64 bytes_2m,
 	proc->bytes_1g -= bytes_1g;
 	if (cleanup)
 		proc->cleanup_releases++;
+	else
+		proc->deregistrations++;
 	spin_unlock(&proc->lock);
 
 	atomic64_sub(bytes_2m, &mrpin_stats.bytes_2m);

@@ -134,7 +134,7 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 			    char *path, size_t path_len)
 {
 	u64 pins, bytes, distinct, peak, memlock, denials, failures, b2m, b1g;
-	u64 stack, cleanup;
+	u64 stack, cleanup, dereg;
 	u64 regs, rate, elapsed, now = local_clock();
 	u32 hist[MRPIN_LIFE_BUCKETS];
 	struct cgroup *cgrp;
@@ -152,6 +152,7 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 	b1g = proc->bytes_1g;
 	stack = proc->stack_pins;
 	cleanup = proc->cleanup_releases;
+	dereg = proc->deregistrations;
 	regs = proc->registrations;
 	memcpy(hist, proc->life_hist, sizeof(hist));
 	/*
@@ -188,7 +189,7 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 		   rate);
 	for (i = 0; i < MRPIN_LIFE_BUCKETS; i++)
 		seq_printf(m, i ? ",%u" : "%u", hist[i]);
-	seq_printf(m, " %llu\n", distinct);
+	seq_printf(m, " %llu %llu\n", distinct, dereg);
 }
 
 static int procs_show(struct seq_file *m, void *v)
@@ -199,7 +200,7 @@ static int procs_show(struct seq_file *m, void *v)
 	path = kmalloc(PATH_MAX, GFP_KERNEL);
 	if (!path)
 		return -ENOMEM;
-	seq_puts(m, "# pid comm uid cgroup pins pinned_bytes peak_bytes vm_pinned_bytes memlock_bytes denials failures bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist distinct_bytes\n");
+	seq_puts(m, "# pid comm uid cgroup pins pinned_bytes peak_bytes vm_pinned_bytes memlock_bytes denials failures bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist distinct_bytes deregistrations\n");
 	/*
 	 * Under RCU, never mrpin_owners_lock: a reader of a long table must
 	 * not hold off the first pin of a new process.  A reference keeps a

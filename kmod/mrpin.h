@@ -179,6 +179,7 @@ void mrpin_dev_name(struct mrpin_dev *dev, char *buf, size_t len);
  * @bytes_1g:	bytes of the live pins backed by 1 GiB pages
  * @stack_pins:	registrations of stack memory so far
  * @cleanup_releases: pins released by the kernel's cleanup (exit, close)
+ * @deregistrations: pins released by a deregistration (the others)
  * @life_hist:	pins released so far, by lifetime: bucket i counts
  *		lifetimes of [2^i, 2^(i+1)) microseconds (the first below 2 us,
  *		the last everything longer)
@@ -219,6 +220,7 @@ struct mrpin_proc {
 	u64 bytes_1g;
 	u64 stack_pins;
 	u64 cleanup_releases;
+	u64 deregistrations;
 	u32 life_hist[MRPIN_LIFE_BUCKETS];
 	u64 rate_start_ns;
 	u64 rate_count;

@@ -22,7 +22,7 @@ CTL=$MRPIN_CTL
 MISTAKES=$here/mrpin_mistakes
 require_built "$CTL" "$MISTAKES"
 command -v python3 >/dev/null || ktap_skip_all "python3 is missing"
-ktap_plan 9
+ktap_plan 10
 
 tmp=$(mktemp -d)
 export COLUMNS=200 TZ=UTC
@@ -51,6 +51,14 @@ done
 ktap_check "the programs registered: 150 MRs and more each" \
 	test "$(site_pins "$leak")" -ge 150 -a "$(site_pins "$churn")" -ge 150 \
 	-a "$(site_pins "$cache")" = 150
+
+# dereg_of PID: PID's deregistrations, from `procs` (found by its name).
+dereg_of() {
+	awk -v p="$1" 'NR == 1 { for (i = 2; i <= NF; i++) if ($i == "deregistrations") c = i - 1; next }
+		c && $1 == p { print $c }' "$MRPIN_DIR/procs"
+}
+ktap_check "procs: the leak deregistered none, the other one some" \
+	test "$(dereg_of "$leak")" = 0 -a "$(dereg_of "$churn")" -gt 0
 
 "$CTL" --json doctor >"$tmp/doctor.json" 2>"$tmp/err"
 rc=$?

@@ -1261,8 +1261,7 @@ static void stable_finding(struct doctor *d, const struct site_row *row,
 	ev_add(f, "oldest_age_ms", EV_MS, row->oldest_age_ms);
 	ev_add(f, "newest_age_ms", EV_MS, row->newest_age_ms);
 	if (p)
-		ev_add(f, "deregistrations", EV_COUNT,
-		       p->registrations - p->pins - p->cleanup_releases);
+		ev_add(f, "deregistrations", EV_COUNT, p->deregistrations);
 	m = maps_open(row->pid, row->comm);
 	where = site_text(f, m, row);
 	maps_close(m);
@@ -1281,12 +1280,15 @@ static void stable_finding(struct doctor *d, const struct site_row *row,
  * it registered is live or was released by the kernel's cleanup) is a
  * growing leak; one whose newest pin is at least 1/STABLE_NEWEST_DIV as
  * old as its oldest is a stable set.  Only with the ages of the newest
- * pins (newer modules); the deregistrations need procs' cleanup_releases.
+ * pins (newer modules); the deregistrations are procs' own column, or on
+ * older modules what registrations, pins and cleanup_releases leave.
  */
 static void check_growth(struct doctor *d)
 {
+	bool counted = tbl_has(&d->procs, "deregistrations");
 	bool dereg = tbl_has(&d->procs, "cleanup_releases");
 	const struct proc_row *p, *known;
+	struct proc_row derived;
 	const struct site_row *row;
 	size_t i;
 
@@ -1299,12 +1301,19 @@ static void check_growth(struct doctor *d)
 		    row->newest_age_ms > row->oldest_age_ms)
 			continue;
 		p = find_proc(d, row->pid);
-		/* Deregistrations: registrations - pins - cleanup_releases. */
-		known = p && dereg && p->registrations >= p->pins &&
-			p->registrations - p->pins >= p->cleanup_releases ?
-			p : NULL;
-		if (known &&
-		    known->registrations - known->pins == known->cleanup_releases &&
+		known = counted ? p : NULL;
+		/*
+		 * Older modules: registrations - pins - cleanup_releases, read
+		 * apart (a registration under way makes it off by one).
+		 */
+		if (p && !counted && dereg && p->registrations >= p->pins &&
+		    p->registrations - p->pins >= p->cleanup_releases) {
+			derived = *p;
+			derived.deregistrations = p->registrations - p->pins -
+						  p->cleanup_releases;
+			known = &derived;
+		}
+		if (known && !known->deregistrations &&
 		    row->newest_age_ms <= row->oldest_age_ms / GROWING_NEWEST_DIV)
 			growing_finding(d, row);
 		else if (row->newest_age_ms >= row->oldest_age_ms -

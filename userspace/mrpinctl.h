@@ -252,6 +252,7 @@ struct proc_row {
 	uint64_t stack_pins;
 	uint64_t cleanup_releases;	/* released at exit or close */
 	uint64_t registrations;
+	uint64_t deregistrations;	/* optional: released by ibv_dereg_mr */
 	uint64_t reg_per_s;
 	char *life_hist;	/* pins released, by log2 of their life in us */
 };

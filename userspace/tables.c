@@ -480,6 +480,7 @@ static const struct tbl_field proc_fields[] = {
 	F_OPT(struct proc_row, stack_pins, TF_U64),
 	F_OPT(struct proc_row, cleanup_releases, TF_U64),
 	F_OPT(struct proc_row, registrations, TF_U64),
+	F_OPT(struct proc_row, deregistrations, TF_U64),
 	F_OPT(struct proc_row, reg_per_s, TF_U64),
 	F_OPT(struct proc_row, life_hist, TF_STR),
 };
