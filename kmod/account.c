@@ -747,12 +747,8 @@ void mrpin_uncharge(const struct mrpin_charge *c, u64 bytes, u64 distinct,
 	for (cg = c->cg; cg; cg = cg->parent)
 		mrpin_counter_sub(&cg->usage, bytes, 0);
 	mrpin_counter_sub(&c->dev->usage, bytes, 0);
-	if (released) {
-		spin_lock(&proc->lock);
-		proc->releases++;
-		spin_unlock(&proc->lock);
+	if (released)
 		atomic64_inc(&mrpin_stats.releases_total);
-	}
 }
 
 /**

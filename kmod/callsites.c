@@ -6,9 +6,9 @@
  * oldest and the newest: a site whose newest pin is young while its
  * oldest is old keeps registering (a leak, if its process never
  * deregisters), one whose newest is about as old as its oldest holds a
- * stable set (a registration cache).  A copy of each pin's call site is taken under RCU, sorted,
- * then counted: a diagnostic view, it walks every pin, but never holds the
- * pin path off while it prints.
+ * stable set (a registration cache).  A copy of each pin's call site is
+ * taken under RCU, sorted, then counted: a diagnostic view, it walks every
+ * pin, but never holds the pin path off while it prints.
  *
  * Locking: none of its own; RCU while it copies.
  */

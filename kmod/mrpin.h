@@ -171,7 +171,6 @@ void mrpin_dev_name(struct mrpin_dev *dev, char *buf, size_t len);
  * @cgrp:	the cgroup (v2) of the latest pin, with a reference
  * @peak_bytes:	the highest pinned bytes so far
  * @registrations: pins made so far
- * @releases:	pins released so far
  * @denials:	pins refused so far
  * @failures:	pins the kernel refused so far (failure.c)
  * @memlock:	RLIMIT_MEMLOCK soft limit as of the latest pin (bytes)
@@ -212,7 +211,6 @@ struct mrpin_proc {
 	struct cgroup *cgrp;
 	u64 peak_bytes;
 	u64 registrations;
-	u64 releases;
 	u64 denials;
 	u64 failures;
 	u64 memlock;
