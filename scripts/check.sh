@@ -148,11 +148,16 @@ for ((i = 0; i < jobs; i++)); do
 	done
 done
 
-# Tests that need a boot of their own, with more on the kernel command line
-# and mrpin not loaded at boot: each runs in a VM of its own after the rest
-# of the tests dealt to its lane (console build/vm/console[-N]-TEST.log).
+# Tests that need a boot of their own: each runs in a VM of its own after
+# the rest of the tests dealt to its lane (console
+# build/vm/console[-N]-TEST.log).  boot_args: with more on the kernel
+# command line and mrpin not loaded at boot.  alone: a test that leaves the
+# kernel in a state no other test should start from (mrpin_mr_table.sh
+# fills rxe's MR table, half a million MRs and gigabytes of the kernel's
+# memory on 6.1, and frees them all at once).
 declare -A boot_args=(
 	[mrpin_secure_boot.sh]="lockdown=integrity module.sig_enforce=1")
+alone=(mrpin_mr_table.sh)
 
 # A lane's VM gives up after MRPIN_VM_TIMEOUT seconds, by default four
 # times the work dealt to it and ten minutes more: a lane of every test in
@@ -173,7 +178,7 @@ lane_dir=$(mktemp -d)
 trap 'rm -rf "$lane_dir"' EXIT
 run_lane() {
 	local n=$1 log=${MRPIN_VM_LOG:-$repo/build/vm/console.log} status=0 rc t
-	local own=() shared=() timeout
+	local own=() shared=() boot timeout
 
 	timeout=$(lane_timeout "$n")
 
@@ -186,7 +191,7 @@ run_lane() {
 		exec 3>"$lane_dir/$n.err"
 	fi
 	for t in "$@"; do
-		if [ -n "${boot_args[$t]:-}" ]; then
+		if [ -n "${boot_args[$t]:-}" ] || [[ " ${alone[*]} " == *" $t "* ]]; then
 			own+=("$t")
 		else
 			shared+=("$t")
@@ -199,8 +204,10 @@ run_lane() {
 			>>"$lane_dir/$n.ktap" 2>&3 || status=$?
 	fi
 	for t in "${own[@]}"; do
-		MRPIN_VM_LOG=${log%.log}-${t%.sh}.log "$here/vm-run.sh" --no-mrpin \
-			--append "${boot_args[$t]}" -- selftests/run_kselftest.sh "$t" \
+		boot=()
+		[ -z "${boot_args[$t]:-}" ] || boot=(--no-mrpin --append "${boot_args[$t]}")
+		MRPIN_VM_LOG=${log%.log}-${t%.sh}.log "$here/vm-run.sh" "${boot[@]}" \
+			-- selftests/run_kselftest.sh "$t" \
 			>>"$lane_dir/$n.ktap" 2>&3 || { rc=$?; [ "$status" != 0 ] || status=$rc; }
 	done
 	echo "$status" >"$lane_dir/$n.status"
