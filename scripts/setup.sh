@@ -16,6 +16,10 @@
 #                    the packaging's check the export and the alert rules
 #                    with it), unpacked from Debian's prometheus package
 #                    into the cache, never installed
+#   setup.sh prometheus  print the path of the Prometheus server, from the
+#                    same package (mrpinctl_prometheus.sh runs it in the VM)
+#   setup.sh node-exporter  print the path of node_exporter, unpacked the
+#                    same way from Debian's prometheus-node-exporter
 #   setup.sh plugin  print the directory of QEMU's qemu-plugin.h, taken from
 #                    the installed QEMU's source package (make bench)
 #
@@ -177,33 +181,35 @@ download() {
 	fi
 }
 
-# --- promtool ---
+# --- Prometheus: promtool, the server and node_exporter ---
 
-# The path of promtool, from Debian's prometheus package unpacked into the
-# cache: installing the package would start a Prometheus server on a host
-# that runs systemd, and its tools are all the tests want.
-promtool_path() {
-	local ver dir tmp
-	ver=$(apt-cache policy prometheus 2>/dev/null | awk '/Candidate:/ { print $2 }')
+# unpacked PACKAGE FILE: the path of FILE (e.g. usr/bin/promtool) in
+# Debian's PACKAGE, unpacked into the cache at its candidate version:
+# installing prometheus or prometheus-node-exporter would start a server
+# on a host that runs systemd, and the tests only want their programs.
+unpacked() {
+	local pkg=$1 file=$2 ver dir tmp
+	ver=$(apt-cache policy "$pkg" 2>/dev/null | awk '/Candidate:/ { print $2 }')
 	if [ -z "$ver" ] || [ "$ver" = "(none)" ]; then
 		apt_update
-		ver=$(apt-cache policy prometheus | awk '/Candidate:/ { print $2 }')
+		ver=$(apt-cache policy "$pkg" | awk '/Candidate:/ { print $2 }')
 	fi
 	[ -n "$ver" ] && [ "$ver" != "(none)" ] ||
-		die "no prometheus package in this machine's apt sources (promtool)"
-	dir=$MRPIN_CACHE/prometheus-${ver//:/_}
-	if [ ! -x "$dir/usr/bin/promtool" ]; then
-		echo "setup: unpacking promtool from prometheus $ver into $dir" >&2
-		tmp=$(mktemp -d "$MRPIN_CACHE/prometheus.XXXXXX")
-		(cd "$tmp" && apt-get download -q "prometheus=$ver" >/dev/null) ||
-			{ rm -rf "$tmp"; die "could not download prometheus $ver"; }
+		die "no $pkg package in this machine's apt sources"
+	dir=$MRPIN_CACHE/$pkg-${ver//:/_}
+	if [ ! -x "$dir/$file" ]; then
+		echo "setup: unpacking $pkg $ver into $dir" >&2
+		tmp=$(mktemp -d "$MRPIN_CACHE/$pkg.XXXXXX")
+		(cd "$tmp" && apt-get download -q "$pkg=$ver" >/dev/null) ||
+			{ rm -rf "$tmp"; die "could not download $pkg $ver"; }
 		rm -rf "$dir"
-		dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/root" &&
+		dpkg-deb -x "$tmp/${pkg}_"*.deb "$tmp/root" &&
 			mv "$tmp/root" "$dir" ||
-			{ rm -rf "$tmp"; die "could not unpack prometheus $ver"; }
+			{ rm -rf "$tmp"; die "could not unpack $pkg $ver"; }
 		rm -rf "$tmp"
+		[ -x "$dir/$file" ] || die "$pkg $ver has no $file"
 	fi
-	echo "$dir/usr/bin/promtool"
+	echo "$dir/$file"
 }
 
 # --- the test kernel ---
@@ -486,12 +492,18 @@ pkg)
 		systemd "linux-headers-$kver" "linux-headers-$kver612"
 	;;
 promtool)
-	promtool_path
+	unpacked prometheus usr/bin/promtool
+	;;
+prometheus)
+	unpacked prometheus usr/bin/prometheus
+	;;
+node-exporter)
+	unpacked prometheus-node-exporter usr/bin/prometheus-node-exporter
 	;;
 plugin)
 	qemu_plugin_header
 	;;
 *)
-	die "usage: setup.sh kver|build|vm|paths|source|pkg|promtool|plugin"
+	die "usage: setup.sh kver|build|vm|paths|source|pkg|promtool|prometheus|node-exporter|plugin"
 	;;
 esac
