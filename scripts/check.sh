@@ -42,12 +42,12 @@ fi
 
 # MRPIN_CHECK_SCOPE=module: the tests of the module alone.  The tests of
 # what reads the module's files the same way on every kernel (mrpinctl's
-# commands against the live module, and the operator's install: make
-# install, modprobe.d, the systemd units' commands) report a skip that says
-# so.  make check-all asks for it on the kernels built from a source whose
+# commands against the live module, its export as Prometheus reads it, and
+# the operator's install: make install, modprobe.d, the systemd units'
+# commands) report a skip that says so.  make check-all asks for it on the kernels built from a source whose
 # generic kernel another step runs in full: 6.12 with PREEMPT_RT and the
 # debug kernel (6.1, 6.12 and 7.x run every test).
-userland_tests=(mrpinctl_doctor.sh mrpinctl_vm.sh mrpin_install.sh)
+userland_tests=(mrpinctl_doctor.sh mrpinctl_vm.sh mrpinctl_prometheus.sh mrpin_install.sh)
 scope_skipped=()
 case "${MRPIN_CHECK_SCOPE:-all}" in
 all) ;;
@@ -70,6 +70,18 @@ esac
 if [[ " $* " == *" mrpinctl_vm.sh "* ]] && [ -z "${PROMTOOL:-}" ]; then
 	PROMTOOL=$("$here/setup.sh" promtool) || exit 1
 	export PROMTOOL
+fi
+# mrpinctl_prometheus.sh runs a Prometheus server and node_exporter, from
+# the cache the same way.
+if [[ " $* " == *" mrpinctl_prometheus.sh "* ]]; then
+	if [ -z "${PROMETHEUS:-}" ]; then
+		PROMETHEUS=$("$here/setup.sh" prometheus) || exit 1
+		export PROMETHEUS
+	fi
+	if [ -z "${NODE_EXPORTER:-}" ]; then
+		NODE_EXPORTER=$("$here/setup.sh" node-exporter) || exit 1
+		export NODE_EXPORTER
+	fi
 fi
 
 # What a test costs, in seconds with short loops (the times the KTAP
@@ -99,7 +111,8 @@ else
 		[mrpinctl_doctor.sh]=18 [mrpin_pressure]=17 [mrpin_security.sh]=14
 		[mrpin_events_readers]=20 [mrpin_limits]=10 [mrpin_events]=4
 		[mrpin_limits_policy.sh]=7 [mrpin_stress]=6 [mrpin_lifecycle.sh]=6
-		[mrpin_mr_table.sh]=94 [mrpinctl_growth.sh]=11)
+		[mrpin_mr_table.sh]=94 [mrpinctl_growth.sh]=11
+		[mrpinctl_prometheus.sh]=33)
 fi
 
 # VMs: one per CPU, no more than the tests, nor than the memory holds

@@ -147,7 +147,7 @@ ENV
 	echo "cd $(printf %q "$repo")"
 	# Pass the caller's make-level settings that tests look at.
 	for v in KSFT_VERBOSE MRPIN_TEST_FILTER MRPIN_RELOAD_CYCLES MRPIN_LOOPS \
-		PROMTOOL; do
+		PROMTOOL PROMETHEUS NODE_EXPORTER; do
 		[ -n "${!v:-}" ] && echo "export $v=$(printf %q "${!v}")"
 	done
 	printf '%q ' "$@"
