@@ -44,9 +44,10 @@ fi
 # what reads the module's files the same way on every kernel (mrpinctl's
 # commands against the live module, its export as Prometheus reads it, and
 # the operator's install: make install, modprobe.d, the systemd units'
-# commands) report a skip that says so.  make check-all asks for it on the kernels built from a source whose
-# generic kernel another step runs in full: 6.12 with PREEMPT_RT and the
-# debug kernel (6.1, 6.12 and 7.x run every test).
+# commands) report a skip that says so.  make check-all asks for it on the
+# kernels built from a source whose generic kernel another step runs in
+# full: 6.12 with PREEMPT_RT and the debug kernel (6.1, 6.12 and 7.x run
+# every test).
 userland_tests=(mrpinctl_doctor.sh mrpinctl_vm.sh mrpinctl_prometheus.sh mrpin_install.sh)
 scope_skipped=()
 case "${MRPIN_CHECK_SCOPE:-all}" in
