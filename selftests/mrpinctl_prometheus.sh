@@ -16,10 +16,8 @@
 require_root
 require_rxe
 mrpin_load
-here=$(cd "$(dirname "$0")" && pwd -P)
-repo=$(cd "$here/.." && pwd)
-CTL=$repo/userspace/mrpinctl
-UNIT=$repo/packaging/systemd/mrpin-export.service
+CTL=$MRPIN_CTL
+UNIT=${MRPIN_CTL%/userspace/mrpinctl}/packaging/systemd/mrpin-export.service
 # scripts/check.sh passes them (setup.sh prometheus, setup.sh node-exporter
 # unpack them from Debian's packages into the cache).
 PROMETHEUS=${PROMETHEUS:-prometheus}
