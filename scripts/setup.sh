@@ -20,6 +20,9 @@
 #                    same package (mrpinctl_prometheus.sh runs it in the VM)
 #   setup.sh node-exporter  print the path of node_exporter, unpacked the
 #                    same way from Debian's prometheus-node-exporter
+#   setup.sh slurm   install Slurm's daemons and munge from Debian's packages
+#                    (mrpin_slurm.sh runs them in the VM), never started
+#                    nor enabled on this machine
 #   setup.sh plugin  print the directory of QEMU's qemu-plugin.h, taken from
 #                    the installed QEMU's source package (make bench)
 #
@@ -210,6 +213,42 @@ unpacked() {
 		[ -x "$dir/$file" ] || die "$pkg $ver has no $file"
 	fi
 	echo "$dir/$file"
+}
+
+# --- Slurm: the daemons of mrpin_slurm.sh ---
+
+# Installed, not unpacked as Prometheus is: Slurm's programs load its
+# plugins and its libraries from where the packages put them, and munge's
+# maintainer scripts make its user and key.  Installed only, never run
+# here: during the install a policy-rc.d of this script's own (unless the
+# host has one) tells invoke-rc.d and deb-systemd-invoke not to start the
+# daemons, and the units the install enabled are disabled again, so that
+# they do not start at this host's next boot either.
+install_slurm() {
+	local pkgs=(slurmctld slurmd slurm-client munge) missing=() p own_policy=
+	local units=(slurmctld.service slurmd.service munge.service)
+
+	for p in "${pkgs[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\n# setup.sh slurm: install, do not start\nexit 101\n' \
+			>/usr/sbin/policy-rc.d
+		chmod 0755 /usr/sbin/policy-rc.d
+		own_policy=1
+	fi
+	need_pkgs "${pkgs[@]}" || {
+		[ -z "$own_policy" ] || rm -f /usr/sbin/policy-rc.d
+		die "could not install ${missing[*]}"
+	}
+	[ -z "$own_policy" ] || rm -f /usr/sbin/policy-rc.d
+	if command -v deb-systemd-helper >/dev/null; then
+		for p in "${units[@]}"; do
+			deb-systemd-helper disable "$p" >/dev/null 2>&1 || true
+		done
+	fi
 }
 
 # --- the test kernel ---
@@ -500,10 +539,13 @@ prometheus)
 node-exporter)
 	unpacked prometheus-node-exporter usr/bin/prometheus-node-exporter
 	;;
+slurm)
+	install_slurm
+	;;
 plugin)
 	qemu_plugin_header
 	;;
 *)
-	die "usage: setup.sh kver|build|vm|paths|source|pkg|promtool|prometheus|node-exporter|plugin"
+	die "usage: setup.sh kver|build|vm|paths|source|pkg|promtool|prometheus|node-exporter|slurm|plugin"
 	;;
 esac
