@@ -162,7 +162,7 @@ for s in "$@"; do
 	case "$s" in
 	install-test) what="pkg promtool" ;;
 	debug) what=source ;;
-	6.1) what="build vm promtool prometheus node-exporter" ;;	# and mrpinctl's host tests
+	6.1) what="build vm promtool prometheus node-exporter slurm" ;;	# and mrpinctl's host tests
 	*) what="build vm" ;;
 	esac
 	for w in $what; do

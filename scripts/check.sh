@@ -48,7 +48,8 @@ fi
 # kernels built from a source whose generic kernel another step runs in
 # full: 6.12 with PREEMPT_RT and the debug kernel (6.1, 6.12 and 7.x run
 # every test).
-userland_tests=(mrpinctl_doctor.sh mrpinctl_vm.sh mrpinctl_prometheus.sh mrpin_install.sh)
+userland_tests=(mrpinctl_doctor.sh mrpinctl_vm.sh mrpinctl_prometheus.sh mrpin_slurm.sh
+	mrpin_install.sh)
 scope_skipped=()
 case "${MRPIN_CHECK_SCOPE:-all}" in
 all) ;;
@@ -85,6 +86,12 @@ if [[ " $* " == *" mrpinctl_prometheus.sh "* ]]; then
 	fi
 fi
 
+# mrpin_slurm.sh runs Slurm's daemons and munge, installed on this machine
+# (never started here).
+if [[ " $* " == *" mrpin_slurm.sh "* ]]; then
+	"$here/setup.sh" slurm || exit 1
+fi
+
 # What a test costs, in seconds with short loops (the times the KTAP
 # stream gives, two VMs side by side): on 6.1's generic kernel, and on the
 # debug kernel, where the shell tests' many small processes and the module
@@ -113,7 +120,7 @@ else
 		[mrpin_events_readers]=20 [mrpin_limits]=10 [mrpin_events]=4
 		[mrpin_limits_policy.sh]=7 [mrpin_stress]=6 [mrpin_lifecycle.sh]=6
 		[mrpin_mr_table.sh]=94 [mrpinctl_growth.sh]=11
-		[mrpinctl_prometheus.sh]=33)
+		[mrpinctl_prometheus.sh]=33 [mrpin_slurm.sh]=40)
 fi
 
 # VMs: one per CPU, no more than the tests, nor than the memory holds
