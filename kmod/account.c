@@ -33,7 +33,10 @@
  * mm with mmgrab() so that VmPin (mm->pinned_vm) can be read while it lives.
  * Cgroup records are keyed by cgroup id and hold their parent's record, so a
  * pin stays charged to the cgroup it was made in, even after its process
- * moved or the cgroup was removed.
+ * moved or the cgroup was removed.  A cgroup record keeps its subtree's
+ * peak; a parked one that a cgroup rule names (policy.c) is not reaped
+ * while the rule stands, so that a job's peak outlives the job and its
+ * cgroup until the job's rule is deleted.
  *
  * Locking (mrpin.h, "Notes on locking"): mrpin_owners_lock (mutex) for
  * the owner hashes and lists, taken to create a record, to revive a
@@ -340,7 +343,9 @@ static void mrpin_cg_del_locked(struct mrpin_cg *cg)
  * MRPIN_REAP_BATCH records from the cursor on.  Called when a new record is
  * made, so that cgroup churn (a cgroup per job) cannot grow the table
  * without bound; freeing a record drops its parent's reference, which may
- * park the parent: a later round frees it.
+ * park the parent: a later round frees it.  A record that a cgroup rule
+ * names stays, with its peak, until the rule is deleted: a later round
+ * frees it then.
  */
 static void mrpin_cg_reap_locked(void)
 {
@@ -356,7 +361,7 @@ static void mrpin_cg_reap_locked(void)
 			pos = pos->next;
 		mrpin_cgs_cursor = pos->next;
 		cg = list_entry(pos, struct mrpin_cg, node);
-		if (atomic_read(&cg->ref))
+		if (atomic_read(&cg->ref) || mrpin_policy_names_cgroup(cg->id))
 			continue;
 		cgrp = cgroup_get_from_id(cg->id);
 		if (!IS_ERR(cgrp)) {
@@ -708,11 +713,17 @@ rollback:
  * mrpin_count_registration() - count a charged pin that the kernel made
  * @c: its charge
  *
+ * Raises the peaks its owners keep (the process's, the machine's, its
+ * cgroup's and every ancestor's) to what they hold now: a pin refused or
+ * failed after its charge never counts in a peak.  The machine's and each
+ * cgroup's cost a read and, only when it rises, a compare-and-exchange.
+ *
  * Context: any context.
  */
 void mrpin_count_registration(const struct mrpin_charge *c)
 {
 	struct mrpin_proc *proc = c->proc;
+	struct mrpin_cg *cg;
 	u64 now = atomic64_read(&proc->usage.pinned_bytes);
 
 	spin_lock(&proc->lock);
@@ -723,6 +734,9 @@ void mrpin_count_registration(const struct mrpin_charge *c)
 	atomic64_inc(&mrpin_stats.pins_total);
 	mrpin_max64(&mrpin_stats.peak_pinned_bytes,
 		    atomic64_read(&mrpin_stats.usage.pinned_bytes));
+	for (cg = c->cg; cg; cg = cg->parent)
+		mrpin_max64(&cg->peak_pinned_bytes,
+			    atomic64_read(&cg->usage.pinned_bytes));
 }
 
 /**

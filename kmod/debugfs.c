@@ -246,38 +246,62 @@ static int users_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(users);
 
-/* Subtree totals per cgroup; a removed cgroup still holding pins is "-". */
+/*
+ * One line of `cgroups`.  Under RCU or not: cgroup_get_from_id() and
+ * cgroup_path() take spinlocks and references, never sleep (BPF's
+ * bpf_cgroup_from_id() calls the former from programs that may not).
+ */
+static void mrpin_cg_show(struct seq_file *m, struct mrpin_cg *cg, char *path,
+			  size_t path_len)
+{
+	struct cgroup *cgrp;
+
+	cgrp = cgroup_get_from_id(cg->id);
+	if (IS_ERR(cgrp) || cgroup_path(cgrp, path, path_len) < 0)
+		strscpy(path, "-", path_len);
+	if (!IS_ERR(cgrp))
+		cgroup_put(cgrp);
+	seq_printf(m, "%llu ", cg->id);
+	seq_escape(m, path, MRPIN_ESCAPE);
+	seq_printf(m, " %lld %lld %lld\n", atomic64_read(&cg->usage.pins),
+		   atomic64_read(&cg->usage.pinned_bytes),
+		   atomic64_read(&cg->peak_pinned_bytes));
+}
+
+/*
+ * Subtree totals per cgroup: the records with pins, and those without
+ * that a cgroup rule names (kept for their peak); "-" for a removed cgroup.
+ */
 static int cgroups_show(struct seq_file *m, void *v)
 {
 	struct mrpin_cg *cg;
-	struct cgroup *cgrp;
 	char *path;
 	int bkt;
 
 	path = kmalloc(PATH_MAX, GFP_KERNEL);
 	if (!path)
 		return -ENOMEM;
-	seq_puts(m, "# id cgroup pins pinned_bytes\n");
+	seq_puts(m, "# id cgroup pins pinned_bytes peak_pinned_bytes\n");
 	/*
-	 * As `procs`: under RCU, a reference on each record printed, which
-	 * keeps it in the hash (only parked records leave it); a record with
-	 * pins in its subtree has a pin or a child, hence references.
+	 * As `procs`: under RCU, a reference on each record with pins while
+	 * it prints outside RCU, which keeps it in the hash (only parked
+	 * records leave it); a record with pins in its subtree has a pin or a
+	 * child, hence references.  A record without pins may be parked (no
+	 * reference to take from zero but under mrpin_owners_lock): one that
+	 * a rule names prints inside the RCU read section that found it,
+	 * which keeps it from being freed should the rule go meanwhile.
 	 */
 	rcu_read_lock();
 	hash_for_each_rcu(mrpin_cgs_hash, bkt, cg, hnode) {
-		if (!atomic64_read(&cg->usage.pins) ||
-		    !atomic_inc_not_zero(&cg->ref))
+		if (!atomic64_read(&cg->usage.pins)) {
+			if (mrpin_policy_names_cgroup(cg->id))
+				mrpin_cg_show(m, cg, path, PATH_MAX);
+			continue;
+		}
+		if (!atomic_inc_not_zero(&cg->ref))
 			continue;
 		rcu_read_unlock();
-		cgrp = cgroup_get_from_id(cg->id);
-		if (IS_ERR(cgrp) || cgroup_path(cgrp, path, PATH_MAX) < 0)
-			strscpy(path, "-", PATH_MAX);
-		if (!IS_ERR(cgrp))
-			cgroup_put(cgrp);
-		seq_printf(m, "%llu ", cg->id);
-		seq_escape(m, path, MRPIN_ESCAPE);
-		seq_printf(m, " %lld %lld\n", atomic64_read(&cg->usage.pins),
-			   atomic64_read(&cg->usage.pinned_bytes));
+		mrpin_cg_show(m, cg, path, PATH_MAX);
 		rcu_read_lock();
 		mrpin_cg_put(cg);
 	}

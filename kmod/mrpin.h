@@ -34,7 +34,9 @@
  *	reaper, under the lock, frees a parked record.  Lookups under RCU
  *	take a reference with atomic_inc_not_zero(), never from zero, so
  *	they cannot revive a record the reaper is freeing.  The views walk
- *	under RCU and never take it.
+ *	under RCU and never take it; the `cgroups` view prints a parked
+ *	record that a cgroup rule keeps without a reference, inside the RCU
+ *	read section that found it, which keeps it from being freed.
  *   proc->union_lock (mutex)
  *	the union of a process's pinned ranges (distinct.c), from measuring
  *	a pin to charging and adding it, and from removing one to uncharging
@@ -251,10 +253,14 @@ struct mrpin_user {
  * @id:		the cgroup's id (cgroup_id()); outlives the cgroup itself
  * @parent:	the parent cgroup's record, with a reference; NULL at the root
  * @usage:	live pins and bytes of the subtree
+ * @peak_pinned_bytes: the highest pinned bytes of the subtree since the
+ *		record was made, raised as each pin is made; never lowered
  * @rcu:	frees the record after the last RCU reader
  *
  * A pin charges its cgroup's record and every ancestor's, and stays charged
- * there even if its process moves or the cgroup is removed.
+ * there even if its process moves or the cgroup is removed.  A parked
+ * record whose cgroup a cgroup rule names is kept, peak and all, while the
+ * rule stands, even after the cgroup is removed (mrpin_cg_reap_locked()).
  */
 struct mrpin_cg {
 	struct hlist_node hnode;
@@ -263,6 +269,7 @@ struct mrpin_cg {
 	u64 id;
 	struct mrpin_cg *parent;
 	struct mrpin_counter usage;
+	atomic64_t peak_pinned_bytes;
 	struct rcu_head rcu;
 };
 
@@ -659,6 +666,7 @@ void mrpin_policy_exit(void);
 const struct mrpin_limits *mrpin_policy_limits(enum mrpin_scope scope, u64 id,
 					       const char **path);
 const struct mrpin_limits *mrpin_policy_global(void);
+bool mrpin_policy_names_cgroup(u64 id);
 int mrpin_policy_write(char *buf, unsigned int *lineno, const char **why);
 int mrpin_policy_show(struct seq_file *m);
 

@@ -8,6 +8,9 @@
  * limit on any ancestor holds everything below it).  Every rule has the
  * same keys: max_pinned (bytes), max_pins (live pins), max_pin_size (the
  * bytes of one pin) and action (enforce, or warn: allow, log and count).
+ * While a cgroup rule stands, account.c keeps the record of its cgroup,
+ * with the subtree's peak, even once the cgroup is removed: what a job's
+ * epilog reads before it deletes the job's rule.
  *
  * Storage.  The policy is one immutable snapshot, struct mrpin_policy,
  * published with RCU: the pin path reads it under rcu_read_lock() without
@@ -185,6 +188,29 @@ const struct mrpin_limits *mrpin_policy_limits(enum mrpin_scope scope, u64 id,
 		*path = rule->path;
 		return &rule->lim;
 	}
+}
+
+/**
+ * mrpin_policy_names_cgroup() - whether a cgroup rule names a cgroup
+ * @id: the cgroup's id
+ *
+ * What account.c's reaper asks before it frees the record of a removed
+ * cgroup, and the `cgroups` view before it lists a record without pins.
+ * A rule is written only for a cgroup that exists (its path is resolved
+ * to its id then), so no rule comes for a cgroup already gone.
+ *
+ * Context: any context; takes rcu_read_lock() itself.
+ * Return: true when the current policy has a rule `cgroup` for @id.
+ */
+bool mrpin_policy_names_cgroup(u64 id)
+{
+	bool named;
+
+	rcu_read_lock();
+	named = mrpin_rule_find(rcu_dereference(mrpin_policy),
+				MRPIN_SCOPE_CGROUP, id);
+	rcu_read_unlock();
+	return named;
 }
 
 /* --- changes --- */
