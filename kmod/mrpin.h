@@ -635,6 +635,8 @@ enum mrpin_line_op {
  * @id:		the uid (initial namespace) or the cgroup's id
  * @path:	a cgroup rule's path, unescaped, in the line's own buffer;
  *		"" otherwise
+ * @gone:	a cgroup rule to delete whose path names no cgroup (@id 0):
+ *		the rule is found by @path
  * @set:	the keys it names (bits of enum mrpin_key)
  * @lim:	their values (the other fields mean nothing)
  */
@@ -643,6 +645,7 @@ struct mrpin_line {
 	enum mrpin_scope scope;
 	u64 id;
 	const char *path;
+	bool gone;
 	unsigned long set;
 	struct mrpin_limits lim;
 };

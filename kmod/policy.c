@@ -19,7 +19,8 @@
  * transaction: every line takes effect, or (on the first error) none.  uid
  * and cgroup rules sit in one array sorted by (scope, id), searched by
  * halves; a cgroup rule is keyed by the cgroup's id, resolved from its
- * path when the rule is written.
+ * path when the rule is written, and keeps that path: the one way to name
+ * it for a delete once its cgroup is gone.
  *
  * Changes come as the lines of one write to `limits` (ctl.c), read by
  * policy_parse.c; `reset` goes back to the module parameters (params.c).
@@ -112,6 +113,23 @@ static struct mrpin_rule *mrpin_rule_find(const struct mrpin_policy *policy,
 		else
 			hi = mid;
 	}
+	return NULL;
+}
+
+/*
+ * The cgroup rule written with @path (unescaped), for a delete whose cgroup
+ * is gone: a linear search, on a write only.  A path may have named several
+ * cgroups in turn (removed and made again): the first such rule.
+ */
+static struct mrpin_rule *
+mrpin_rule_find_path(const struct mrpin_policy *policy, const char *path)
+{
+	unsigned int i;
+
+	for (i = 0; i < policy->nr_rules; i++)
+		if (policy->rules[i].scope == MRPIN_SCOPE_CGROUP &&
+		    !strcmp(policy->rules[i].path, path))
+			return &policy->rules[i];
 	return NULL;
 }
 
@@ -243,7 +261,8 @@ static int mrpin_policy_apply_line(struct mrpin_policy *policy, char *text,
 		return 0;
 	}
 
-	rule = mrpin_rule_find(policy, l.scope, l.id);
+	rule = l.gone ? mrpin_rule_find_path(policy, l.path) :
+			mrpin_rule_find(policy, l.scope, l.id);
 	if (l.op == MRPIN_LINE_DELETE) {
 		if (!rule) {
 			*why = "no such rule to delete";

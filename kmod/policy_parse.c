@@ -23,6 +23,10 @@
  * `limits` prints the whole policy in this grammar, starting with `reset`,
  * so that writing it back restores exactly that policy.
  *
+ * A cgroup rule names its cgroup by path, resolved to the cgroup's id
+ * when the line is read: a rule is about a cgroup that exists, but for a
+ * delete, which also finds by its path a rule that outlived its cgroup.
+ *
  * A line is read into a struct mrpin_line: what it does (reset, set keys,
  * delete), the rule it is about, and the keys it names with their values;
  * mrpin_limits_merge() then sets exactly those keys of a rule.
@@ -293,9 +297,12 @@ static int mrpin_parse_uid(const char *tok, u64 *id)
 
 /*
  * The cgroup path @tok, unescaped in place (an escape is never shorter than
- * what it stands for); it must fit a rule's path.
+ * what it stands for); it must fit a rule's path.  A cgroup that does not
+ * exist is an error, but for a delete (@del), whose rule may have outlived
+ * its cgroup: then *@gone is set, and the rule is found by its path.
  */
-static int mrpin_parse_cgroup(char *tok, u64 *id, const char **why)
+static int mrpin_parse_cgroup(char *tok, bool del, u64 *id, bool *gone,
+			      const char **why)
 {
 	struct cgroup *cgrp;
 
@@ -304,6 +311,10 @@ static int mrpin_parse_cgroup(char *tok, u64 *id, const char **why)
 		return -EINVAL;
 	}
 	cgrp = cgroup_get_from_path(tok);
+	if (IS_ERR(cgrp) && del) {
+		*gone = true;
+		return 0;
+	}
 	if (IS_ERR(cgrp)) {
 		*why = "no such cgroup";
 		return -EINVAL;
@@ -436,7 +447,9 @@ int mrpin_parse_line(char *line, struct mrpin_line *l, const char **why)
 			*why = "expected a uid";
 			return -EINVAL;
 		}
-	} else if (mrpin_parse_cgroup(toks[1], &l->id, why)) {
+	} else if (mrpin_parse_cgroup(toks[1], n > 2 &&
+				      !strcmp(toks[2], "delete"), &l->id,
+				      &l->gone, why)) {
 		return -EINVAL;
 	}
 	l->path = scope == MRPIN_SCOPE_CGROUP ? toks[1] : "";

@@ -421,14 +421,18 @@ static const char *cgroup2_mount(void)
 	return *mnt ? mnt : NULL;
 }
 
-/* A cgroup rule's cgroup must exist (the module resolves it). */
+/*
+ * A cgroup rule's cgroup must exist (the module resolves it), but for a
+ * delete: the module finds by its path a rule that outlived its cgroup (a
+ * job's rule, deleted after the job's cgroup was removed).
+ */
 int rule_check_cgroup(const struct rule *r, struct cfg_err *e)
 {
 	const char *mnt = cgroup2_mount();
 	char path[4096 + CGROUP_PATH_MAX];
 	struct stat st;
 
-	if (r->op == OP_RESET || r->scope != SC_CGROUP || !mnt)
+	if (r->op != OP_SET || r->scope != SC_CGROUP || !mnt)
 		return 0;
 	snprintf(path, sizeof(path), "%s%s", mnt, r->cgroup);
 	if (!stat(path, &st) && S_ISDIR(st.st_mode))
