@@ -28,6 +28,7 @@ static const struct cmd objects[] = {
 	{ .name = "proc", .fn = do_proc },
 	{ .name = "pin", .fn = do_pin },
 	{ .name = "dev", .fn = do_dev },
+	{ .name = "cgroup", .fn = do_cgroup },
 	{ .name = "limit", .fn = do_limit },
 	{ .name = "apply", .fn = do_apply },
 	{ .name = "events", .fn = do_events },
@@ -41,6 +42,7 @@ static const struct cmd objects[] = {
 	{ .name = "pins", .fn = do_pin, .alias = true },
 	{ .name = "devices", .fn = do_dev, .alias = true },
 	{ .name = "device", .fn = do_dev, .alias = true },
+	{ .name = "cgroups", .fn = do_cgroup, .alias = true },
 	{ .name = "limits", .fn = do_limit, .alias = true },
 	{ .name = "event", .fn = do_events, .alias = true },
 	{ .name = NULL },
@@ -56,6 +58,7 @@ static void usage(FILE *f)
 	      "  proc [show] [pid N] [user U] [sort pinned|pins|peak]\n"
 	      "  pin [show] [pid N] [dev D] [min-size SIZE] [older-than DURATION]\n"
 	      "  dev [show]\n"
+	      "  cgroup [show] [PATH|ID] pinned, peak pinned bytes per cgroup subtree\n"
 	      "  limit [show] | set SCOPE KEY=VALUE... | delete SCOPE | reset\n"
 	      "  apply [--check] [FILE...]\n"
 	      "  events [--follow]\n"

@@ -90,6 +90,7 @@ int do_status(int argc, char **argv);
 int do_proc(int argc, char **argv);
 int do_pin(int argc, char **argv);
 int do_dev(int argc, char **argv);
+int do_cgroup(int argc, char **argv);
 int do_limit(int argc, char **argv);
 int do_apply(int argc, char **argv);
 int do_events(int argc, char **argv);
@@ -281,9 +282,10 @@ struct user_row {
 
 struct cgroup_row {
 	uint64_t id;
-	char *cgroup;
+	char *cgroup;		/* "-": the cgroup was removed */
 	uint64_t pins;
 	uint64_t pinned_bytes;
+	uint64_t peak_pinned_bytes;	/* optional: the most it held at once */
 };
 
 /* The MRs a program left to the kernel's cleanup (`leaks`). */

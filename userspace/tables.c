@@ -512,6 +512,7 @@ static const struct tbl_field cgroup_fields[] = {
 	F(struct cgroup_row, cgroup, TF_STR),
 	F(struct cgroup_row, pins, TF_U64),
 	F(struct cgroup_row, pinned_bytes, TF_U64),
+	F_OPT(struct cgroup_row, peak_pinned_bytes, TF_U64),
 };
 
 static const struct tbl_field leak_fields[] = {

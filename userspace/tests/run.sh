@@ -146,6 +146,12 @@ golden_tests() {
 	golden pin-filters basic pin dev mlx5_0 min-size 12K older-than 1m
 	golden pin-pid basic pin pid 153
 	golden dev basic dev
+	golden cgroup basic cgroup
+	golden cgroup-future future cgroup
+	COLUMNS=40 golden cgroup-40 future cgroup
+	golden cgroup-path future cgroup show /jobs//job43/
+	golden json-cgroup basic -j cgroup
+	golden json-cgroup-future future -p cgroup
 	golden limit basic limit show
 	golden events basic events
 	COLUMNS=132 golden events-132 basic events
@@ -195,6 +201,36 @@ golden_tests() {
 	STATUS=1 golden json-doctor-future-cause future-cause -p doctor
 	COLUMNS=200 golden events-future-cause future-cause events
 	golden export-future-cause future-cause export prometheus
+}
+
+# --- cgroup: the cgroups table, with and without the peak column ---
+
+cgroup_tests() {
+	run "$snaps/future" -j cgroup
+	check "cgroup: the peak column read, columns after it ignored, rows by path, removed ones last by id" json_is \
+		'[r["id"] for r in d] == [1, 7412, 7421, 7413, 7420, 97, 98, 99] and d[4] == {"id": 7420, "cgroup": "/jobs/job43", "pins": 0, "pinned_bytes": 0, "peak_pinned_bytes": 2147483648} and d[2]["cgroup"] == "/jobs/job with space"'
+	run "$snaps/basic" -j cgroup
+	check "cgroup: a module without the peak column: rows without it" json_is \
+		'len(d) == 5 and all("peak_pinned_bytes" not in r for r in d) and d[0] == {"id": 1, "cgroup": "/", "pins": 10, "pinned_bytes": 34373447680}'
+	run "$snaps/future" -j cgroup show "/jobs/job with space"
+	check "cgroup show PATH: that row only, the path unescaped" json_is \
+		'd == [{"id": 7421, "cgroup": "/jobs/job with space", "pins": 0, "pinned_bytes": 0, "peak_pinned_bytes": 0}]'
+	run "$snaps/future" -j cgroup 97
+	check "cgroup ID: a removed cgroup's row by its id" json_is \
+		'd == [{"id": 97, "cgroup": "-", "pins": 0, "pinned_bytes": 0, "peak_pinned_bytes": 1073741824}]'
+	run "$snaps/future" cgroups show /jobs/
+	check "cgroups show PATH/: the trailing '/' ignored" eval \
+		'clean && [ $rc = 0 ] && [ "$(wc -l <"$out/stdout")" = 2 ] && grep -q "^7412  /jobs " "$out/stdout"'
+	run "$snaps/future" cgroup show /jobs/job44
+	check "cgroup show PATH: no such row: exit 1, said" fails_with 1 \
+		"no cgroup /jobs/job44 in $snaps/future/cgroups: nothing is pinned in its subtree and no cgroup rule names it"
+	run "$snaps/future" -j cgroup show 12345
+	check "cgroup show ID: no such row: exit 1, said" fails_with 1 \
+		"no cgroup with id 12345 in $snaps/future/cgroups"
+	run "$snaps/empty" cgroup show /
+	check "cgroup show PATH: an empty table: exit 1" fails_with 1 "no cgroup / in"
+	run "$snaps/old" cgroup
+	check "cgroup: a module without the table: named" fails_with 1 "old/cgroups was not found"
 }
 
 # --- RAM: N% of RAM is a share of the snapshot's RAM, not the reader's ---
@@ -345,7 +381,7 @@ json_is() { # json_is PYTHON-EXPRESSION-OF-d
 json_tests() {
 	local dir cmd
 	for dir in basic empty future; do
-		for cmd in status proc pin dev limit events; do
+		for cmd in status proc pin dev cgroup limit events; do
 			run "$snaps/$dir" -j $cmd
 			check "json: $dir $cmd is valid JSON" eval 'clean && [ $rc = 0 ] && json_valid'
 			run "$snaps/$dir" -p $cmd
@@ -1067,6 +1103,8 @@ garbled_tests() {
 	check "garbled events: a column missing from the header" fails_with 1 "garbled/events:1: no column 'limit' in the header"
 	run "$g" limit
 	check "garbled limits: named with line and column" fails_with 1 "garbled/limits:3:19: bad value 'lots' for max_pinned"
+	run "$g" cgroup
+	check "garbled cgroups: a short line" fails_with 1 "garbled/cgroups:2: expected 4 columns, found 3"
 	run "$g" status
 	check "garbled version" fails_with 1 "garbled/version: expected 'mrpin VERSION'"
 	run "$g" export prometheus
@@ -1117,7 +1155,7 @@ cut_fuzz() {
 # Every table cut at every third byte: a clean error or output, no crash.
 truncation_fuzz() {
 	local file cmd i bad size
-	for file in procs:proc pins:pin devices:dev limits:limit events:events stats:status cgroups:"export prometheus"; do
+	for file in procs:proc pins:pin devices:dev limits:limit events:events stats:status cgroups:"export prometheus" cgroups:cgroup; do
 		# shellcheck disable=SC2086
 		cut_fuzz basic "${file%%:*}" 3 ${file#*:}
 	done
@@ -1274,7 +1312,7 @@ environment_tests() {
 width_tests() {
 	local w cmd bad=0 max
 	for w in 60 72 80 100 132 200; do
-		for cmd in status proc pin dev events; do
+		for cmd in status proc pin dev cgroup events; do
 			[ "$cmd" = events ] && [ "$w" -lt 80 ] && continue
 			COLUMNS=$w run "$snaps/basic" $cmd
 			max=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$out/stdout")
@@ -1297,6 +1335,7 @@ misc_tests() {
 	check "--version" eval '[ $rc = 0 ] && [ "$(cat "$out/stdout")" = "mrpinctl 0.1.0" ]'
 	local args
 	for args in "-h" "help" "proc -h" "proc help" "pin --help" "dev help" \
+		"cgroup help" "cgroup -h" \
 		"limit set -h" "limit help" "apply -h" "events help" "top -h" \
 		"export -h" "status help" "doctor help" "doctor -h"; do
 		# shellcheck disable=SC2086
@@ -1375,6 +1414,7 @@ misc_tests() {
 
 unit_tests
 golden_tests
+cgroup_tests
 prometheus_tests
 ram_tests
 json_tests
