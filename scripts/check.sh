@@ -120,7 +120,8 @@ else
 		[mrpin_events_readers]=20 [mrpin_limits]=10 [mrpin_events]=4
 		[mrpin_limits_policy.sh]=7 [mrpin_stress]=6 [mrpin_lifecycle.sh]=6
 		[mrpin_mr_table.sh]=94 [mrpinctl_growth.sh]=11
-		[mrpinctl_prometheus.sh]=33 [mrpin_slurm.sh]=40)
+		[mrpinctl_prometheus.sh]=33 [mrpin_slurm.sh]=40
+		[mrpin_cgroup_peak.sh]=20)
 fi
 
 # VMs: one per CPU, no more than the tests, nor than the memory holds
