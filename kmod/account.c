@@ -447,7 +447,7 @@ nomem:
  *
  * A record left without pins and children is parked, not freed: the next
  * pin in that cgroup finds it again.  mrpin_cg_reap_locked() frees parked
- * records whose cgroup is gone.
+ * records whose cgroup is gone and that no cgroup rule names.
  *
  * Context: any context.
  */
