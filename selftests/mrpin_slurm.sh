@@ -33,7 +33,7 @@ for prog in munged slurmctld slurmd sbatch scontrol sinfo setpriv; do
 done
 USER_NAME=nobody
 id "$USER_NAME" >/dev/null 2>&1 || ktap_skip_all "no user $USER_NAME"
-ktap_plan 10
+ktap_plan 9
 
 # Each wait gives up after this many seconds.
 DEADLINE=90
@@ -95,8 +95,8 @@ node=$(hostname -s)
 # address on a machine that has only loopback's: a dummy link gets one
 # (TEST-NET-1, never routed).
 LINK=mrpin_slurm0
-ip link add "$LINK" type dummy && ip addr add 192.0.2.1/24 dev "$LINK" &&
-	ip link set "$LINK" up || ktap_skip_all "cannot make a dummy link with an IPv4 address"
+{ ip link add "$LINK" type dummy && ip addr add 192.0.2.1/24 dev "$LINK" &&
+	ip link set "$LINK" up; } || ktap_skip_all "cannot make a dummy link with an IPv4 address"
 
 # 1. The daemons.  The VM's root is a throwaway overlay: the
 # configuration goes where Slurm and munge look for it by default, as on
@@ -170,8 +170,10 @@ daemons_up() {
 }
 ktap_check "munged_slurmctld_slurmd_up" daemons_up
 # The cgroup slurmd made for its slurmstepds, where they make job_N.
-SCOPE=$(cd /sys/fs/cgroup && ls -d system.slice/*slurmstepd.scope 2>/dev/null | head -n1)
-SCOPE=/${SCOPE:-system.slice/slurmstepd.scope}
+SCOPE=$(find /sys/fs/cgroup/system.slice -maxdepth 1 -name '*slurmstepd.scope' 2>/dev/null |
+	head -n1)
+SCOPE=${SCOPE#/sys/fs/cgroup}
+SCOPE=${SCOPE:-/system.slice/slurmstepd.scope}
 ktap_diag "slurmd's scope: $SCOPE"
 # Without them, the rest fails without waiting.
 node_idle || DEADLINE=5
@@ -306,7 +308,9 @@ stopped() {
 	for p in "${pids[@]}"; do
 		kill -0 "$p" 2>/dev/null && return 1
 	done
-	! pgrep -x 'slurmctld|slurmd|slurmstepd|munged' >/dev/null
+	for p in slurmctld slurmd slurmstepd munged; do
+		! pgrep -x "$p" >/dev/null || return 1
+	done
 }
 ktap_check "daemons_stopped" until_true "Slurm's and munge's daemons gone" stopped
 if [ "$ktap_failed" != 0 ]; then
