@@ -147,8 +147,9 @@ endif
 #   make install        the module into /lib/modules/KVER/updates (KVER: the
 #                       kernel kmod/mrpin.ko was built for) and depmod,
 #                       mrpinctl, its man page and bash completion, its
-#                       Prometheus alert rules, the systemd units and the
-#                       files in /etc.  DESTDIR and
+#                       Prometheus alert rules, the Slurm Prolog/Epilog
+#                       (LIBEXECDIR/mrpin/mrpin-slurm), the systemd units
+#                       and the files in /etc.  DESTDIR and
 #                       PREFIX (default /usr/local) are honoured; with DESTDIR
 #                       depmod runs only on a DESTDIR that holds the kernel's
 #                       modules (never on the host's /lib/modules).  Files in
@@ -172,6 +173,7 @@ SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 RULESDIR ?= $(PREFIX)/share/mrpin/prometheus
+LIBEXECDIR ?= $(PREFIX)/libexec
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 # /sbin may not be in a user's PATH (make install DESTDIR=... as a user).
 DEPMOD ?= $(firstword $(wildcard /sbin/depmod /usr/sbin/depmod) depmod)
@@ -187,7 +189,8 @@ DKMS_SRC := dkms.conf Kbuild kmod/Kbuild $(sort $(filter-out %.mod.c, \
 ETC_FILES := mrpin.conf:mrpin.conf \
 	modprobe.d-mrpin.conf:modprobe.d/mrpin.conf \
 	modules-load.d-mrpin.conf:modules-load.d/mrpin.conf \
-	default-mrpin-export:default/mrpin-export
+	default-mrpin-export:default/mrpin-export \
+	slurm/default-mrpin-slurm:default/mrpin-slurm
 UNITS := mrpin.service mrpin-export.service mrpin-export.timer
 DEB_DIR := $(CURDIR)/build/deb
 DEB_PATHS := Makefile Kbuild dkms.conf README.md kmod userspace packaging debian
@@ -222,6 +225,11 @@ install-tools: userspace/mrpinctl
 		$(DESTDIR)$(BASHCOMPDIR)/mrpinctl
 	install -D -m 0644 userspace/mrpin.rules.yml \
 		$(DESTDIR)$(RULESDIR)/mrpin.rules.yml
+	@# slurmd runs it with no search path of its own: mrpinctl by its path.
+	install -d -m 0755 $(DESTDIR)$(LIBEXECDIR)/mrpin
+	sed 's|^MRPINCTL=mrpinctl$$|MRPINCTL=$(SBINDIR)/mrpinctl|' \
+		$(PKG)/slurm/mrpin-slurm >$(DESTDIR)$(LIBEXECDIR)/mrpin/mrpin-slurm
+	chmod 0755 $(DESTDIR)$(LIBEXECDIR)/mrpin/mrpin-slurm
 
 # The units name /usr/sbin/mrpinctl: point them at $(SBINDIR).
 install-conf:
@@ -318,8 +326,10 @@ uninstall:
 	done
 	rm -f $(DESTDIR)$(SBINDIR)/mrpinctl $(DESTDIR)$(MANDIR)/man8/mrpinctl.8 \
 		$(DESTDIR)$(BASHCOMPDIR)/mrpinctl $(DESTDIR)$(RULESDIR)/mrpin.rules.yml \
+		$(DESTDIR)$(LIBEXECDIR)/mrpin/mrpin-slurm \
 		$(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
-	-rmdir $(DESTDIR)$(RULESDIR) $(DESTDIR)$(PREFIX)/share/mrpin 2>/dev/null
+	-rmdir $(DESTDIR)$(RULESDIR) $(DESTDIR)$(PREFIX)/share/mrpin \
+		$(DESTDIR)$(LIBEXECDIR)/mrpin 2>/dev/null
 	@set -e; for f in $(ETC_FILES); do \
 		src=$(PKG)/$${f%%:*}; dst="$(DESTDIR)/etc/$${f#*:}"; \
 		if [ -e "$$dst" ] && ! cmp -s "$$src" "$$dst"; then \

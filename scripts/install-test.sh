@@ -33,7 +33,7 @@ num=0
 passed=0
 failed=0
 skipped=0
-plan=20
+plan=21
 
 echo "TAP version 13"
 echo "1..$plan"
@@ -108,6 +108,7 @@ expected_layout() {
 d etc
 d etc/default
 f 644 etc/default/mrpin-export
+f 644 etc/default/mrpin-slurm
 d etc/modprobe.d
 f 644 etc/modprobe.d/mrpin.conf
 d etc/modules-load.d
@@ -122,6 +123,9 @@ f 644 lib/modules/$mkver/updates/mrpin.ko
 d usr
 d usr/local
 d usr/local/lib
+d usr/local/libexec
+d usr/local/libexec/mrpin
+f 755 usr/local/libexec/mrpin/mrpin-slurm
 d usr/local/lib/systemd
 d usr/local/lib/systemd/system
 f 644 usr/local/lib/systemd/system/mrpin-export.service
@@ -214,7 +218,8 @@ installed_rules_pass_promtool() {
 example_files_are_commented_out_and_well_formed() {
 	local etc=$dest/etc bad params p
 	bad=$(grep -Hnv '^\(#.*\)\?$' "$etc/mrpin.conf" "$etc/modprobe.d/mrpin.conf" \
-		"$etc/modules-load.d/mrpin.conf" "$etc/default/mrpin-export")
+		"$etc/modules-load.d/mrpin.conf" "$etc/default/mrpin-export" \
+		"$etc/default/mrpin-slurm")
 	[ -z "$bad" ] || fail "not commented out: $bad" || return
 	grep -c '^#[a-z]' "$etc/mrpin.conf"
 	bad=$(sed -n 's/^#\([a-z]\)/\1/p' "$etc/mrpin.conf" | grep -Ev \
@@ -230,6 +235,23 @@ example_files_are_commented_out_and_well_formed() {
 		echo "$params" | grep -qx "${p%%=*}" || fail "no parameter ${p%%=*}" || return
 	done
 	grep -qx '#mrpin' "$etc/modules-load.d/mrpin.conf"
+}
+
+# The Slurm Prolog/Epilog as installed: it names the installed mrpinctl,
+# the shell reads it, and outside Slurm it does nothing but say why (exit
+# 0: a prolog that fails drains the node).  Its settings, uncommented, are
+# the values it has without them.
+installed_slurm_hook_names_mrpinctl_and_acts_only_in_slurm() {
+	local hook=$dest/usr/local/libexec/mrpin/mrpin-slurm out var
+	grep -x 'MRPINCTL=/usr/local/sbin/mrpinctl' "$hook" || return 1
+	bash -n "$hook" || return 1
+	out=$(env -i MRPIN_SLURM_DEFAULTS=/dev/null "$hook" 2>&1) ||
+		fail "exit status $? outside Slurm: $out" || return
+	echo "outside Slurm: $out"
+	echo "$out" | grep -q "run as Slurm's Prolog or Epilog" || return 1
+	while read -r var; do
+		grep -qx "$var" "$hook" || fail "the default file's $var is not the hook's" || return
+	done < <(sed -n 's/^#\(MRPIN_SLURM_[A-Z_]*=[^ ]*\)$/\1/p' "$dest/etc/default/mrpin-slurm")
 }
 
 make_install_keeps_an_edited_policy() {
@@ -373,7 +395,9 @@ packages_hold_what_they_should() {
 		"$tools" ./lib/systemd/system/mrpin-export.service \
 		"$tools" ./lib/systemd/system/mrpin-export.timer \
 		"$tools" ./etc/mrpin.conf \
-		"$tools" ./etc/default/mrpin-export; do
+		"$tools" ./etc/default/mrpin-export \
+		"$tools" ./etc/default/mrpin-slurm \
+		"$tools" ./usr/libexec/mrpin/mrpin-slurm; do
 		if [ "${want#./}" = "$want" ]; then
 			conf=$want
 			continue
@@ -385,7 +409,10 @@ packages_hold_what_they_should() {
 	echo "mrpin-dkms Depends: $conf"
 	echo "$conf" | grep -q dkms || return 1
 	dpkg-deb --ctrl-tarfile "$tools" | tar -xOf - ./conffiles | tee "$work/conffiles"
-	grep -qx /etc/mrpin.conf "$work/conffiles"
+	grep -qx /etc/mrpin.conf "$work/conffiles" &&
+		grep -qx /etc/default/mrpin-slurm "$work/conffiles" || return 1
+	dpkg-deb --fsys-tarfile "$tools" | tar -xOf - ./usr/libexec/mrpin/mrpin-slurm |
+		grep -x 'MRPINCTL=/usr/sbin/mrpinctl'
 }
 
 # Where a package could leave something: every file and folder outside the
@@ -463,6 +490,8 @@ check systemd_analyze_verify_accepts_the_units systemd_analyze_verify_accepts_th
 check installed_rules_pass_promtool installed_rules_pass_promtool
 check example_files_are_commented_out_and_well_formed \
 	example_files_are_commented_out_and_well_formed
+check installed_slurm_hook_names_mrpinctl_and_acts_only_in_slurm \
+	installed_slurm_hook_names_mrpinctl_and_acts_only_in_slurm
 check make_install_keeps_an_edited_policy make_install_keeps_an_edited_policy
 check make_uninstall_keeps_only_the_edited_policy make_uninstall_keeps_only_the_edited_policy
 check dkms_builds_mrpin_for_the_test_kernel dkms_builds_mrpin_for_the_test_kernel

@@ -30,6 +30,7 @@ kernel_log_mark
 # may be there before: the test removes it from the guest's overlay).
 installed=(/etc/mrpin.conf /etc/mrpin.d /etc/modprobe.d/mrpin.conf
 	/etc/modules-load.d/mrpin.conf /etc/default/mrpin-export
+	/etc/default/mrpin-slurm "$prefix/libexec/mrpin" "$prefix/share/mrpin"
 	"$prefix/sbin/mrpinctl" "$prefix/share/man/man8/mrpinctl.8"
 	"$prefix/share/bash-completion/completions/mrpinctl"
 	"$unit_dir/mrpin.service" "$unit_dir/mrpin-export.service"
