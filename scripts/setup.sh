@@ -226,7 +226,6 @@ unpacked() {
 # they do not start at this host's next boot either.
 install_slurm() {
 	local pkgs=(slurmctld slurmd slurm-client munge) missing=() p own_policy=
-	local units=(slurmctld.service slurmd.service munge.service)
 
 	for p in "${pkgs[@]}"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
@@ -244,11 +243,14 @@ install_slurm() {
 		die "could not install ${missing[*]}"
 	}
 	[ -z "$own_policy" ] || rm -f /usr/sbin/policy-rc.d
-	if command -v deb-systemd-helper >/dev/null; then
-		for p in "${units[@]}"; do
-			deb-systemd-helper disable "$p" >/dev/null 2>&1 || true
-		done
-	fi
+	# The daemons of the packages this run installed (munge's, say, stays
+	# as it was where the host had it): disabled as their own maintainer
+	# scripts would, so that a later upgrade keeps them disabled.
+	for p in "${missing[@]}"; do
+		[ -f "/lib/systemd/system/$p.service" ] || continue
+		DPKG_MAINTSCRIPT_PACKAGE=$p deb-systemd-helper disable "$p.service" ||
+			die "could not disable $p.service"
+	done
 }
 
 # --- the test kernel ---
