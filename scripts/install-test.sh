@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The packaging's tests on the host (`make install-test`): make install into
-# a DESTDIR, the systemd units, the alert rules (promtool), the example files
-# in /etc, dkms against the test kernel's headers, make deb and lintian, and
+# a DESTDIR, the systemd units, the alert rules (promtool), the Slurm
+# Prolog/Epilog (run outside Slurm), the example files in /etc, dkms against the test kernel's headers, make deb and lintian, and
 # the .debs installed into this machine with dpkg and purged again without a
 # trace.  KTAP on stdout,
 # a last line "N passed, N failed"; exits 0 only when nothing failed.
@@ -245,10 +245,14 @@ installed_slurm_hook_names_mrpinctl_and_acts_only_in_slurm() {
 	local hook=$dest/usr/local/libexec/mrpin/mrpin-slurm out var
 	grep -x 'MRPINCTL=/usr/local/sbin/mrpinctl' "$hook" || return 1
 	bash -n "$hook" || return 1
-	out=$(env -i MRPIN_SLURM_DEFAULTS=/dev/null "$hook" 2>&1) ||
-		fail "exit status $? outside Slurm: $out" || return
-	echo "outside Slurm: $out"
-	echo "$out" | grep -q "run as Slurm's Prolog or Epilog" || return 1
+	# Even with MRPIN_SLURM_STRICT=yes: only a prolog fails.
+	echo MRPIN_SLURM_STRICT=yes >"$work/mrpin-slurm.strict"
+	for var in /dev/null "$work/mrpin-slurm.strict"; do
+		out=$(env -i MRPIN_SLURM_DEFAULTS="$var" "$hook" 2>&1) ||
+			fail "exit status $? outside Slurm ($var): $out" || return
+		echo "outside Slurm ($var): $out"
+		echo "$out" | grep -q "run as Slurm's Prolog or Epilog" || return 1
+	done
 	while read -r var; do
 		grep -qx "$var" "$hook" || fail "the default file's $var is not the hook's" || return
 	done < <(sed -n 's/^#\(MRPIN_SLURM_[A-Z_]*=[^ ]*\)$/\1/p' "$dest/etc/default/mrpin-slurm")
