@@ -206,6 +206,22 @@ mrpin_rows() {
 	tail -n +2 "$MRPIN_DIR/$1" | wc -l
 }
 
+# until_true WHAT COMMAND...: COMMAND, every half second until it
+# succeeds; false, with a diagnostic, after $DEADLINE seconds (default 90).
+until_true() {
+	local what=$1 deadline=${DEADLINE:-90} end
+
+	shift
+	end=$((SECONDS + deadline))
+	until "$@"; do
+		if [ "$SECONDS" -ge "$end" ]; then
+			ktap_diag "$what: not after ${deadline}s"
+			return 1
+		fi
+		sleep 0.5
+	done
+}
+
 # mrpin_wait_ready PID FILE: wait until FILE has a line "ready"; false,
 # with FILE as a diagnostic, if process PID ended first.
 mrpin_wait_ready() {

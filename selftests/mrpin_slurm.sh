@@ -68,21 +68,6 @@ cleanup() {
 trap cleanup EXIT
 ip link set lo up
 
-# until_true WHAT COMMAND...: COMMAND, every half second until it
-# succeeds; false, with a diagnostic, after $DEADLINE seconds.
-until_true() {
-	local what=$1 end=$((SECONDS + DEADLINE))
-
-	shift
-	until "$@"; do
-		if [ "$SECONDS" -ge "$end" ]; then
-			ktap_diag "$what: not after ${DEADLINE}s"
-			return 1
-		fi
-		sleep 0.5
-	done
-}
-
 # Two free ports on 127.0.0.1, slurmctld's and slurmd's.
 read -r ctld_port slurmd_port < <(python3 -c '
 import socket

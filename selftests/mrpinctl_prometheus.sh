@@ -66,21 +66,6 @@ for i in "${!export_cmd[@]}"; do
 done
 ktap_diag "the unit's command: ${export_cmd[*]}"
 
-# until_true WHAT COMMAND...: COMMAND, once a second until it succeeds;
-# false, with a diagnostic, after $DEADLINE seconds.
-until_true() {
-	local what=$1 end=$((SECONDS + DEADLINE))
-
-	shift
-	until "$@"; do
-		if [ "$SECONDS" -ge "$end" ]; then
-			ktap_diag "$what: not after ${DEADLINE}s"
-			return 1
-		fi
-		sleep 1
-	done
-}
-
 # Four free ports on 127.0.0.1: node_exporter's, Prometheus's and the two
 # ib_write_bw servers'.
 read -r ne_port prom_port bw_port refused_port < <(python3 -c '
