@@ -161,6 +161,7 @@ SCOPE=${SCOPE#/sys/fs/cgroup}
 SCOPE=${SCOPE:-/system.slice/slurmstepd.scope}
 ktap_diag "slurmd's scope: $SCOPE"
 # Without them, the rest fails without waiting.
+# shellcheck disable=SC2034 # until_true (lib.sh) reads it
 node_idle || DEADLINE=5
 
 # job NAME PIN_SIZE [SBATCH_OPTION...]: a batch job of $USER_NAME's, asking
