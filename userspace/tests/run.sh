@@ -10,6 +10,12 @@
 # give output or one message naming the file and line, and never a crash:
 # run it on the ASan+UBSan build (make check does).  KTAP on stdout.
 #
+# A crash is a failure: a program the tests run that is killed by a
+# signal or stopped by a sanitizer makes the next result "not ok", the
+# unit binary must exit 0 after every check of its own plan, and each
+# section must record as many results as it plans (one that ends early is
+# a failure of its own).
+#
 #   run.sh MRPINCTL [UNIT [TARGET [FAKE_RAM]]]
 #               UNIT: the unit-test binary (tests/unit.c); TARGET: the live
 #               process whose call site doctor symbolizes (callsite-target.c);
@@ -60,8 +66,23 @@ unset MRPIN_DEBUGFS
 
 results=$out/results
 : >"$results"
-ok() { echo "ok $*" >>"$results"; }
-not_ok() { echo "not ok $*" >>"$results"; }
+# The crashes of the programs run since the last result (crashed): that
+# result is a failure, whatever its own check said.
+crashes=()
+ncrashes=0
+ok() {
+	[ "$ncrashes" = 0 ] || { not_ok "$@"; return; }
+	echo "ok $*" >>"$results"
+}
+not_ok() {
+	echo "not ok $*" >>"$results"
+	[ "$ncrashes" = 0 ] && return
+	diag "$ncrashes crashed: ${crashes[*]}"
+	crashes=()
+	ncrashes=0
+}
+# skip NAME REASON: a test point not run here, and why.
+skip() { echo "ok $1 # SKIP $2" >>"$results"; }
 check() { # check NAME COMMAND...
 	local name=$1
 	shift
@@ -69,12 +90,65 @@ check() { # check NAME COMMAND...
 }
 diag() { echo "# $*" >>"$results"; }
 
+# crashed WHAT [STDERR [STATUS...]]: whether the program the last command
+# ran (WHAT), which ended with status $rc, crashed: killed by a signal,
+# stopped by ASan (exit 86) or UBSan (87), not run at all (126, 127), or a
+# sanitizer's report in STDERR.  A crash is noted for the next result.
+# STATUS...: statuses of the command's own above 85 (timeout's 124).
+crashed() {
+	local what=$1 err=${2:-} s why
+	shift
+	[ $# = 0 ] || shift
+	for s; do
+		[ "$rc" = "$s" ] && return 1
+	done
+	if [ "$rc" -gt 128 ]; then
+		why="killed by SIG$(kill -l "$((rc - 128))" 2>/dev/null || echo "$((rc - 128))")"
+	elif [ "$rc" -ge 86 ]; then
+		case $rc in
+		86) why="AddressSanitizer (exit 86)" ;;
+		87) why="UBSan (exit 87)" ;;
+		*) why="exit $rc" ;;
+		esac
+	elif [ -n "$err" ] && grep -q -e Sanitizer -e 'runtime error' "$err" 2>/dev/null; then
+		why="a sanitizer's report, exit $rc"
+	else
+		return 1
+	fi
+	ncrashes=$((ncrashes + 1))
+	[ "$ncrashes" -gt 3 ] || crashes+=("$what: $why${err:+ ($(grep -m1 -e Sanitizer -e 'runtime error' "$err" 2>/dev/null | head -c 160))}")
+}
+
 # run DIR ARGS...: mrpinctl on snapshot DIR; $rc, $out/stdout, $out/stderr.
 run() {
 	local dir=$1
 	shift
 	"$bin" --debugfs "$dir" "$@" >"$out/stdout" 2>"$out/stderr" </dev/null
 	rc=$?
+	crashed "mrpinctl $(printf '%q ' "$@" | head -c 80)" "$out/stderr"
+}
+
+# section FUNCTION CHECKS: the tests of FUNCTION, in a shell of their own,
+# which must record CHECKS results: fewer (it returned or exited before its
+# end) or more are a failure of their own, and so is a crash after its last
+# result.
+section() {
+	local fn=$1 want=$2 before got
+	before=$(grep -c '^\(not \)\?ok ' "$results")
+	rm -f "$out/late-crashes"
+	(
+		"$fn"
+		[ "$ncrashes" = 0 ] || echo "$ncrashes: ${crashes[*]}" >"$out/late-crashes"
+	)
+	got=$(($(grep -c '^\(not \)\?ok ' "$results") - before))
+	if [ "$got" != "$want" ]; then
+		not_ok "$fn: $got results recorded, $want planned"
+		[ "$got" -gt "$want" ] || diag "$fn ended before its last check"
+	fi
+	if [ -s "$out/late-crashes" ]; then
+		not_ok "$fn: no crash after its last check"
+		diag "crashed: $(cat "$out/late-crashes")"
+	fi
 }
 
 # No sanitizer report, no crash.
@@ -97,18 +171,47 @@ scratch() {
 	cp -r "$snaps/$1" "$out/snap"
 }
 
-# --- unit tests ---
+# --- unit tests: tests/unit.c's own plan, every check of it, exit 0 ---
 
 unit_tests() {
-	local line
-	[ -n "$unit" ] || return
+	local line plan='' n=0 bad=''
+	if [ -z "$unit" ]; then
+		skip "unit: tests/unit.c" "no UNIT given"
+		return
+	fi
+	"$unit" >"$out/unit.out" 2>"$out/unit.err" </dev/null
+	rc=$?
 	while read -r line; do
 		case "$line" in
-		"ok "*) ok "unit: ${line#ok [0-9]* }" ;;
-		"not ok "*) not_ok "unit: ${line#not ok [0-9]* }" ;;
+		1..[0-9]*)
+			[ -z "$plan" ] || bad="a second plan line '$line'"
+			plan=${line#1..}
+			;;
+		"ok "* | "not ok "*)
+			n=$((n + 1))
+			case "${line#not }" in
+			"ok $n "*) ;;
+			*) bad=${bad:-"result $n numbered otherwise: '$line'"} ;;
+			esac
+			case "$line" in
+			"ok "*) ok "unit: ${line#ok [0-9]* }" ;;
+			*) not_ok "unit: ${line#not ok [0-9]* }" ;;
+			esac
+			;;
 		"# "*) echo "$line" >>"$results" ;;
 		esac
-	done < <("$unit" 2>&1)
+	done <"$out/unit.out"
+	[ -n "$plan" ] || bad="no plan line (1..N)"
+	[ -z "$bad" ] && [ "$n" = "$plan" ] || bad="${bad:-$n results of its plan of $plan}"
+	crashed "unit ($unit)" "$out/unit.err"
+	if [ -z "$bad" ] && [ "$rc" = 0 ]; then
+		ok "unit: the plan of $plan checks ran in full, exit 0"
+	else
+		not_ok "unit: the plan of ${plan:-?} checks ran in full, exit 0"
+		diag "exit status $rc; ${bad:-every check of the plan ran}"
+		grep -m8 -e 'ERROR: ' -e 'SUMMARY: ' -e 'runtime error' -e '^ *#[0-3] ' "$out/unit.err" |
+			sed 's/^ */# /' >>"$results"
+	fi
 }
 
 # --- golden output of every command, on the recorded snapshots ---
@@ -262,7 +365,10 @@ ram_tests() {
 		'clean && [ $rc = 0 ] && ! grep -q "^mrpin_ram_bytes" "$out/stdout" &&
 		 ! grep -q "^mrpin_limit_max_pinned_bytes{scope=\"global\"}" "$out/stdout" &&
 		 grep -q "^mrpin_limit_max_pinned_bytes{scope=\"uid\"" "$out/stdout"'
-	[ -n "$fake_ram" ] || return
+	if [ -z "$fake_ram" ]; then
+		skip "ram: the golden output on a machine with other RAM" "no FAKE_RAM given"
+		return
+	fi
 	# The golden output once more, as read on a machine with other RAM.
 	host=$(python3 -c 'import os; print(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))')
 	fake=$((host / 3 + 4096 * 12345))
@@ -498,7 +604,13 @@ doctor_tests() {
 # A live process with debug info: its call site by function and line.
 doctor_callsite_test() {
 	local pid frames line i
-	[ -n "$target" ] || return
+	if [ -z "$target" ]; then
+		for i in "a live call site" "the call site in text" "a live growing leak" \
+			"a live growing leak in text" "the same process gone"; do
+			skip "doctor: $i" "no TARGET given"
+		done
+		return
+	fi
 	scratch clean
 	mkfifo "$out/target.in"
 	"$target" <"$out/target.in" >"$out/target.out" &
@@ -531,6 +643,8 @@ doctor_callsite_test() {
 		grep -Eq "^high  pid $pid \(callsite-target\) leaks MRs from register_buffers at callsite-target\.c:$line \(callsite-target\+0x[0-9a-f]+\): 150 live, none ever deregistered, 2\.5 new a second for 59\.9s; " "$out/stdout"
 	exec 8>&-
 	wait "$pid"
+	rc=$?
+	crashed "callsite-target"
 	run "$out/snap" doctor
 	check "doctor: the same process gone: raw frames" \
 		grep -qF "were registered from $frames (not symbolized: the process is gone)" "$out/stdout"
@@ -991,6 +1105,7 @@ bad_args_tests() {
 	check "bad command lines: all $n exit 2 with one 'mrpinctl: ...' line" test "$bad" = 0
 	"$bin" >"$out/stdout" 2>"$out/stderr"
 	rc=$?
+	crashed "mrpinctl (no arguments)" "$out/stderr"
 	check "no arguments: usage on stderr, exit 2" eval \
 		'[ $rc = 2 ] && [ ! -s "$out/stdout" ] && grep -q "^Usage: mrpinctl" "$out/stderr"'
 }
@@ -1033,6 +1148,8 @@ good_config_tests() {
 	done
 	scratch basic
 	"$bin" --debugfs "$out/snap" apply - <"$here/good-configs/examples.conf" >/dev/null 2>"$out/stderr"
+	rc=$?
+	crashed "mrpinctl apply -" "$out/stderr"
 	check "apply - reads standard input" cmp -s "$here/good-configs/examples.expect" "$out/snap/limits"
 	scratch basic
 	run "$out/snap" apply "$here/good-configs/existing-rules.conf" "$here/good-configs/examples.conf"
@@ -1203,6 +1320,14 @@ judged() {
 	[ "$line" = 0 ] || grep -q "/$file:$line:" "$out/stderr"
 }
 
+generated_basic() {
+	generated_tables basic procs pins devices limits events stats version users cgroups
+}
+
+generated_mistakes() {
+	generated_tables mistakes leaks callsites
+}
+
 generated_tables() {
 	local snap=$1 cmds n file kind line cmd bad=0 runs=0
 	shift
@@ -1293,6 +1418,7 @@ environment_tests() {
 		'[ $rc = 1 ] && [ "$(cat "$out/stderr")" = "mrpin is not loaded: run '"'"'modprobe mrpin'"'"' (or insmod kmod/mrpin.ko); $out/nonexistent/mrpin was not found" ]'
 	MRPIN_DEBUGFS=$out/nonexistent "$bin" proc >"$out/stdout" 2>"$out/stderr"
 	rc=$?
+	crashed "MRPIN_DEBUGFS=... mrpinctl proc" "$out/stderr"
 	check "MRPIN_DEBUGFS is the default directory" eval \
 		'[ $rc = 1 ] && grep -qF "$out/nonexistent was not found" "$out/stderr"'
 	if [ "$MRPIN_TEST_REAL_UID" = 0 ] && command -v setpriv >/dev/null; then
@@ -1301,9 +1427,12 @@ environment_tests() {
 		setpriv --reuid=65534 --regid=65534 --clear-groups "$bin" --debugfs "$out/snap" proc \
 			>"$out/stdout" 2>"$out/stderr" </dev/null
 		rc=$?
+		crashed "mrpinctl proc, not root" "$out/stderr"
 		check "not root: says to run as root" eval \
 			'[ $rc = 1 ] && grep -q "run mrpinctl as root" "$out/stderr"'
 		chmod 755 "$out/snap"
+	else
+		skip "not root: says to run as root" "needs root and setpriv"
 	fi
 }
 
@@ -1390,8 +1519,11 @@ misc_tests() {
 		ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 TERM=xterm \
 			timeout 20 python3 "$here/pty_top.py" "$bin" --debugfs "$snaps/basic" top >"$out/stdout" 2>&1
 		rc=$?
+		crashed "mrpinctl top on a terminal" "$out/stdout"
 		check "top on a terminal: full screen, q quits" eval \
 			'[ $rc = 0 ] && grep -q "mrpinctl top: sorted by pinned" "$out/stdout"'
+	else
+		skip "top on a terminal: full screen, q quits" "no python3 pty module"
 	fi
 
 	check "bash completion: $(grep -c . "$here/completion.txt") cases" \
@@ -1399,12 +1531,17 @@ misc_tests() {
 
 	timeout 1 "$bin" --debugfs "$snaps/basic" events --follow >"$out/stdout" 2>"$out/stderr"
 	rc=$?
+	crashed "mrpinctl events --follow" "$out/stderr" 124
 	check "events --follow: prints what is there and waits" eval \
 		'[ $rc = 124 ] && [ "$(grep -c " deny \| warn " "$out/stdout")" = 4 ]'
 	timeout 1 "$bin" --debugfs "$snaps/basic" -j events --follow >"$out/stdout" 2>"$out/stderr"
+	rc=$?
+	crashed "mrpinctl -j events --follow" "$out/stderr" 124
 	check "events --follow --json: JSON Lines" eval \
 		'[ "$(wc -l <"$out/stdout")" = 5 ] && python3 -c "import json,sys; [json.loads(l) for l in sys.stdin]" <"$out/stdout"'
 	timeout 1 "$bin" --debugfs "$snaps/mistakes" events --follow >"$out/stdout" 2>"$out/stderr"
+	rc=$?
+	crashed "mrpinctl events --follow (mistakes)" "$out/stderr" 124
 	check "events --follow: failures with their errno" eval \
 		'[ "$(grep -c " fail .* process .* E[A-Z]*$" "$out/stdout")" = 10 ]'
 	run "$snaps/basic" events
@@ -1412,38 +1549,46 @@ misc_tests() {
 		'[ $rc = 0 ] && grep -q "3 events were lost" "$out/stderr"'
 }
 
-unit_tests
-golden_tests
-cgroup_tests
-prometheus_tests
-ram_tests
-json_tests
-doctor_tests
-distinct_tests
-odp_tests
-mr_table_tests
-growth_tests
-future_cause_tests
-bad_args_tests
-bad_config_tests
-good_config_tests
-roundtrip_tests
-limit_write_tests
-garbled_tests
-environment_tests
-width_tests
-misc_tests
-truncation_fuzz
-generated_tables basic procs pins devices limits events stats version users cgroups
-generated_tables mistakes leaks callsites
-generated_configs
-generated_args
+# Each section and the results it records (a skip is one); unit_tests
+# holds unit.c to its own plan.  ram_tests runs the golden tests again
+# where it has FAKE_RAM; the configs' tests are three and two a file.
+( unit_tests )
+golden_n=67
+ram_n=7
+[ -z "$fake_ram" ] || ram_n=$((ram_n + golden_n))
+nfiles() { echo $#; }
+section golden_tests $golden_n
+section cgroup_tests 9
+section prometheus_tests 7
+section ram_tests $ram_n
+section json_tests 54
+section doctor_tests 32
+section distinct_tests 33
+section odp_tests 31
+section mr_table_tests 21
+section growth_tests 15
+section future_cause_tests 19
+section bad_args_tests 2
+section bad_config_tests $((3 * $(nfiles "$here"/bad-configs/*.conf) + 2))
+section good_config_tests $((2 * $(nfiles "$here"/good-configs/*.conf) + 2))
+section roundtrip_tests 6
+section limit_write_tests 9
+section garbled_tests 14
+section environment_tests 4
+section width_tests 2
+section misc_tests 37
+section truncation_fuzz 17
+section generated_basic 1
+section generated_mistakes 1
+section generated_configs 1
+section generated_args 1
 
 # KTAP: the plan, the numbered results, the totals.
 total=$(grep -c '^\(not \)\?ok ' "$results")
 failed=$(grep -c '^not ok ' "$results")
+skipped=$(grep -c '^ok .* # SKIP ' "$results")
 echo "TAP version 13"
 echo "1..$total"
 awk '/^(not )?ok / { n++; sub(/^ok /, "ok " n " "); sub(/^not ok /, "not ok " n " ") } { print }' "$results"
-echo "# mrpinctl host tests: $((total - failed)) passed, $failed failed"
+echo "# mrpinctl host tests: $((total - failed - skipped)) passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -422,6 +422,8 @@ static void test_policy(void)
 int main(void)
 {
 	planned = 20;
+	/* A line at a time: a crash leaves the results before it. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	out_init(false, false);
 	printf("TAP version 13\n1..%d\n", planned);
 	test_fmt_bytes();
