@@ -8,7 +8,9 @@
 # corpus (mutate.py: every table cut, bit-flipped, short of a column, with
 # numbers out of range..., broken configs, bad command lines) that must
 # give output or one message naming the file and line, and never a crash:
-# run it on the ASan+UBSan build (make check does).  KTAP on stdout.
+# run it on the ASan+UBSan build (make check does).  Also the Slurm Prolog
+# (packaging/slurm/mrpin-slurm) outside Slurm: what a job's comment may do
+# to its limit.  KTAP on stdout.
 #
 # A crash is a failure: a program the tests run that is killed by a
 # signal or stopped by a sanitizer makes the next result "not ok", the
@@ -1457,6 +1459,115 @@ width_tests() {
 		'[ "$(awk "{ print length(\$0) }" "$out/stdout" | sort -u | wc -l)" -le 2 ]'
 }
 
+# --- the Slurm Prolog (packaging/slurm/mrpin-slurm) outside Slurm, with
+# scontrol, mrpinctl and logger on its PATH that record what they are asked:
+# a job's comment only ever lowers its limit ---
+
+hook=$here/../../packaging/slurm/mrpin-slurm
+
+# prolog COMMENT [SETTING...]: the hook as slurmd runs the prolog of job 42
+# (in $out/slurm), which has 64 MiB (its limit: 50% of it, 32 MiB) and
+# COMMENT, with the SETTINGs in its defaults file; $rc, the command lines mrpinctl was given
+# in $out/slurm/calls, the hook's log in $out/slurm/log.
+prolog() {
+	local s=$out/slurm
+	rm -rf "$s/cg" "$s/state" "$s/calls" "$s/log" "$s/pwned"
+	mkdir -p "$s/cg/slurm" "$s/state"
+	printf '%s\n' "JobId=42 JobName=job UserId=nobody(65534) Comment=$1 TRES=cpu=1,mem=64M,node=1,billing=1 StdOut=$s/job.out" >"$s/jobinfo"
+	{
+		printf '%s=%q\n' PATH "$s/bin:/usr/bin:/bin" STATE "$s/state" CGROUP_FS "$s/cg" \
+			MRPIN_SLURM_CGROUP /slurm
+		shift
+		printf '%s\n' "$@"
+	} >"$s/defaults"
+	(cd "$s" && env -i SLURM_SCRIPT_CONTEXT=prolog_slurmd SLURM_JOB_ID=42 \
+		MRPIN_SLURM_DEFAULTS="$s/defaults" "$hook" >"$s/out" 2>"$s/log")
+	rc=$?
+}
+
+# limit_set BYTES: the prolog exited 0, having set max_pinned=BYTES on the
+# job's cgroup (its last mrpinctl command), and nothing ran that the
+# comment named.
+limit_set() {
+	[ "$rc" = 0 ] && [ "$(tail -n1 "$out/slurm/calls" 2>/dev/null)" = \
+		"limit set cgroup /slurm/job_42 max_pinned=$1 action=enforce" ] &&
+		[ -d "$out/slurm/cg/slurm/job_42" ] && [ ! -e "$out/slurm/pwned" ] && return 0
+	diag "exit $rc; mrpinctl: $(paste -sd '|' "$out/slurm/calls" 2>/dev/null); log: $(paste -sd '|' "$out/slurm/log" | head -c 300)"
+	return 1
+}
+
+# ignored BYTES [SETTING...]: the comment was told in the log and ignored:
+# the job has the limit BYTES, as without it, with MRPIN_SLURM_STRICT=no
+# and =yes alike (a prolog that fails drains the node).
+ignored() {
+	local strict bytes=$1
+	shift
+	for strict in no yes; do
+		prolog "$comment" "MRPIN_SLURM_STRICT=$strict" "$@"
+		limit_set "$bytes" || return
+		grep -q "the job's comment: .*: ignored\$" "$out/slurm/log" ||
+			{ diag "strict=$strict: not told: $(paste -sd '|' "$out/slurm/log")"; return 1; }
+	done
+}
+
+slurm_hook_tests() {
+	local s=$out/slurm comment share=$((32 << 20))
+	mkdir -p "$s/bin"
+	# shellcheck disable=SC2016
+	printf '#!/bin/sh\ncat "%s/jobinfo"\n' "$s" >"$s/bin/scontrol"
+	# mrpinctl: a max_pinned that is not a number of bytes is refused, as
+	# the real one does, and so is any in $s/refuse.
+	cat >"$s/bin/mrpinctl" <<-EOF
+		#!/bin/bash
+		echo "\$*" >>"$s/calls"
+		for a; do
+			case "\$a" in max_pinned=*[!0-9]* | max_pinned=) exit 2 ;; esac
+			! grep -qxF -- "\$a" "$s/refuse" 2>/dev/null || exit 1
+		done
+		exit 0
+	EOF
+	printf '#!/bin/sh\nexit 0\n' >"$s/bin/logger"
+	chmod +x "$s/bin/"*
+
+	prolog ""
+	check "slurm prolog: no comment: 50% of the job's memory" limit_set "$share"
+	prolog "mrpin:max_pinned=16M"
+	check "slurm prolog: a comment lowers the limit" limit_set $((16 << 20))
+	prolog "mrpin:max_pinned=0"
+	check "slurm prolog: a comment lowers the limit to 0" limit_set 0
+	prolog "mrpin:max_pinned=010M"
+	check "slurm prolog: a comment's leading zeros are decimal, not octal" limit_set $((10 << 20))
+	prolog "mrpin:max_pinned=1e9 mrpin:max_pinned=8M"
+	check "slurm prolog: of two sizes in a comment, the lower" limit_set $((8 << 20))
+	for comment in "mrpin:max_pinned=32M" "mrpin:max_pinned=64M" \
+		"mrpin:max_pinned=9223372036854775807" "mrpin:max_pinned=8388607T"; do
+		check "slurm prolog: ${comment#mrpin:} is not lower: ignored, told" ignored "$share"
+	done
+	for comment in 8388608T 9223372036854775808 18446744073709551615 18446744073709551616 \
+		99999999999999999999999999 -1 1e9 '' 1P 16MiB 0x100 ' 16M' \
+		'$(touch${IFS}pwned)' '`touch${IFS}pwned`' '1M;touch${IFS}pwned' \
+		'16M$(touch${IFS}pwned)' '16M|touch${IFS}pwned'; do
+		comment="mrpin:max_pinned=$comment"
+		check "slurm prolog: '$comment': ignored, told; the job's own limit, strict or not" \
+			ignored "$share"
+	done
+	comment=mrpin:max_pinned=8388608T
+	check "slurm prolog: '$comment' and MRPIN_SLURM_MAX_PINNED=1G: the share" \
+		ignored "$share" MRPIN_SLURM_MAX_PINNED=1G
+	check "slurm prolog: '$comment' and MRPIN_SLURM_MAX_PINNED=1M: 1M" \
+		ignored $((1 << 20)) MRPIN_SLURM_MAX_PINNED=1M
+	prolog "mrpin:max_pinned=8388608T" MRPIN_SLURM_SHARE=0
+	check "slurm prolog: no limit to lower: a bad size is no limit, exit 0" eval \
+		'[ $rc = 0 ] && [ ! -e "$s/calls" ] && grep -q "ignored\$" "$s/log"'
+	prolog "mrpin:max_pinned=1G" MRPIN_SLURM_SHARE=0
+	check "slurm prolog: no limit to lower: the comment's" limit_set $((1 << 30))
+	echo "max_pinned=$((16 << 20))" >"$s/refuse"
+	prolog "mrpin:max_pinned=16M" MRPIN_SLURM_STRICT=yes
+	check "slurm prolog: mrpinctl refuses the comment's size: the job's own limit" eval \
+		'limit_set "$share" && [ "$(wc -l <"$s/calls")" = 2 ]'
+	rm "$s/refuse"
+}
+
 # --- the other commands ---
 
 misc_tests() {
@@ -1577,6 +1688,7 @@ section garbled_tests 14
 section environment_tests 4
 section width_tests 2
 section misc_tests 37
+section slurm_hook_tests 31
 section truncation_fuzz 17
 section generated_basic 1
 section generated_mistakes 1
