@@ -13,6 +13,9 @@
 #     refused, and `mrpinctl events` names the job's cgroup;
 #   - "mrpin:max_pinned=SIZE" in a job's comment lowers its limit, and
 #     cannot raise it;
+#   - a comment with no size in it, one too large for the shell's
+#     arithmetic, or shell code, is ignored: the job runs under its own
+#     limit, the prolog runs nothing of it, and the node is not drained;
 #   - the epilog writes the job's peak pinned bytes to its output file, as
 #     the job's user, and deletes the rule: none is left after the jobs.
 # Every wait has a deadline; the daemons are stopped at the end, whatever
@@ -33,7 +36,7 @@ for prog in munged slurmctld slurmd sbatch scontrol sinfo setpriv; do
 done
 USER_NAME=nobody
 id "$USER_NAME" >/dev/null 2>&1 || ktap_skip_all "no user $USER_NAME"
-ktap_plan 9
+ktap_plan 12
 
 # Each wait gives up after this many seconds.
 DEADLINE=90
@@ -269,6 +272,53 @@ comment_limits() {
 		json_holds "$tmp/events.json" "any(e['scope'] == 'cgroup:$SCOPE/job_$high_id' and e['limit'] == $SHARE_BYTES for e in d)"
 }
 ktap_check "jobs_comment_lowers_its_limit_never_raises_it" comment_limits
+
+# 4b. Comments that are no size to lower the limit by, and shell code:
+# each job runs under the rule of its share, as without them, and nothing
+# drains the node, with MRPIN_SLURM_STRICT=yes (where a prolog that fails
+# would).  Each job registers half its share and holds it while the rule
+# on its cgroup is read.
+echo MRPIN_SLURM_STRICT=yes >>/etc/default/mrpin-slurm
+# shellcheck disable=SC2016 # the comment is the code, unexpanded
+bad_comments=(8388608T 9223372036854775808 18446744073709551616 -1 1e9 ''
+	'$(id)' "1M;touch\${IFS}$tmp/pwned" "\$(touch\${IFS}$tmp/pwned)")
+bad_ids=()
+for i in "${!bad_comments[@]}"; do
+	job "bad$i" "$PIN_OK" --comment="mrpin:max_pinned=${bad_comments[$i]}"
+	bad_ids+=("$jobid")
+done
+bad_rules=()
+for i in "${!bad_comments[@]}"; do
+	until_true "job ${bad_ids[$i]} registered" ready "bad$i" || break
+	bad_rules+=("$(rule_max_pinned "$SCOPE/job_${bad_ids[$i]}")")
+	ktap_diag "job ${bad_ids[$i]}, mrpin:max_pinned=${bad_comments[$i]}: rule max_pinned=${bad_rules[$i]:-(none)}"
+	touch "$tmp/bad$i.release"
+done
+for i in "${!bad_comments[@]}"; do
+	touch "$tmp/bad$i.release"
+done
+until_true "jobs ${bad_ids[*]} done" job_done "${bad_ids[@]}"
+sed -i '/^MRPIN_SLURM_STRICT=/d' /etc/default/mrpin-slurm
+bad_comments_ignored() {
+	local i
+
+	for i in "${!bad_comments[@]}"; do
+		[ "${bad_rules[$i]:-}" = "$((SHARE_BYTES >> 20))M" ] || return 1
+	done
+}
+ktap_check "bad_comments_leave_the_jobs_own_limit" bad_comments_ignored
+bad_jobs_completed() {
+	local id
+
+	for id in "${bad_ids[@]}"; do
+		[ "$(job_state "$id")" = COMPLETED ] ||
+			{ ktap_diag "job $id: $(job_state "$id")"; return 1; }
+	done
+	ktap_diag "node $node: $(sinfo -h -n "$node" -o '%t %E' 2>/dev/null)"
+	node_idle
+}
+ktap_check "bad_comments_jobs_complete_node_not_drained" bad_jobs_completed
+ktap_check "bad_comments_code_not_run" test ! -e "$tmp/pwned"
 
 # 5. After the jobs: the epilog wrote the peak to the job's output (as
 # the job's user), and no rule of theirs is left.
