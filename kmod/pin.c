@@ -178,13 +178,17 @@ static struct mrpin_pin *mrpin_pin_nomem(void)
 }
 
 /*
- * Whether mrpin tracks a pin of [@addr, @addr + @size): not a range
- * ib_umem_get() refuses itself before charging anything, not a kernel
- * thread's.
+ * Whether mrpin tracks a pin of [@addr, @addr + @size): one that pins at
+ * least a page, decided as ib_umem_get() and ib_umem_odp_get() decide it,
+ * by the pages the range spans, not by its length.  A length of 0 at an
+ * unaligned address spans one page, which the kernel pins and charges to
+ * pinned_vm like any other; at an aligned address it spans none, and the
+ * kernel refuses it before charging anything.  A range that wraps is
+ * refused the same way; a kernel thread's pins are not a user's.
  */
 static bool mrpin_pin_ours(unsigned long addr, size_t size)
 {
-	if (!size || mrpin_range_wraps(addr, size))
+	if (mrpin_range_wraps(addr, size) || !mrpin_pin_bytes(addr, size))
 		return false;
 	return current->mm;
 }

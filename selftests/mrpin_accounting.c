@@ -751,4 +751,38 @@ TEST_F(accounting, failed_registrations_leave_nothing_charged)
 	munmap(ro, PAGE);
 }
 
+/*
+ * A registration of 0 bytes at an address inside a page pins that page
+ * (ib_umem_get() counts the pages a range spans): a pin like any other,
+ * counted and charged as VmPin counts it (mrpin_limits: and bound by the
+ * limits).  At a page boundary it spans none, and the kernel refuses it
+ * before pinning anything.
+ */
+TEST_F(accounting, zero_length_mr_inside_a_page_is_a_pin_of_that_page)
+{
+	struct mrpin_test *t = &self->t;
+	struct mrpin_stats before, after;
+	struct ibv_mr *mr[2];
+	char *buf;
+
+	buf = map_buf(2 * PAGE);
+	read_stats(&before);
+	do_reg_err(EINVAL, t->f.pd, buf + PAGE, 0);
+	check_proc(getpid(), 0, 0);
+
+	do_reg(t->f.pd, buf + 1, 0, &mr[0]);
+	check_proc(getpid(), 1, PAGE);
+	do_reg(t->f.pd, buf + 2 * PAGE - 1, 0, &mr[1]);
+	check_proc(getpid(), 2, 2 * PAGE);
+	read_stats(&after);
+	check_stats_moved(&before, &after, 2, 2 * PAGE, 2, 0);
+
+	do_dereg(mr[0]);
+	do_dereg(mr[1]);
+	check_proc(getpid(), 0, 0);
+	read_stats(&after);
+	check_stats_moved(&before, &after, 0, 0, 2, 2);
+	munmap(buf, 2 * PAGE);
+}
+
 MRPIN_TEST_MAIN(NULL, NULL)

@@ -606,6 +606,43 @@ TEST_F(limits, lowering_a_limit_below_use_unpins_nothing_and_refuses_new_pins)
 	EXPECT_EQ(before.pinned_bytes, after.pinned_bytes);
 }
 /*
+ * A registration of 0 bytes inside a page pins that page: it counts
+ * against max_pins and max_pinned like any other.
+ */
+TEST_F(limits, zero_length_registrations_count_against_the_limits)
+{
+	struct limits_test *t = &self->t;
+	struct helper *h = &t->h[0];
+	const struct mrpin_event *ev;
+	struct mrpin_events e;
+	uint64_t from;
+
+	helper_start(h, HELPER_ROOT, NULL, RLIM_INFINITY);
+	set_limits("process max_pins=2\n");
+	h_reg(h, 0, 1);
+	h_reg(h, 0, PAGE - 1);
+	check_holder(h->pid, 2, 2 * PAGE, 0);
+	from = next_seq();
+	h_reg_err(ENOMEM, h, 0, 1);
+	read_events(&e);
+	EXPECT_EQ(1, mrpin_events_since(&e, from, h->pid, NULL, &ev));
+	ASSERT_NE(NULL, ev);
+	check_event(ev, "deny", h->pid, 0, "process", "max_pins", PAGE, 2, 2);
+	free(e.ev);
+
+	set_limits("process max_pins=unlimited max_pinned=8K\n");
+	from = next_seq();
+	h_reg_err(ENOMEM, h, 0, 1);
+	read_events(&e);
+	EXPECT_EQ(1, mrpin_events_since(&e, from, h->pid, NULL, &ev));
+	ASSERT_NE(NULL, ev);
+	check_event(ev, "deny", h->pid, 0, "process", "max_pinned", PAGE,
+		    2 * PAGE, 2 * PAGE);
+	free(e.ev);
+	check_holder(h->pid, 2, 2 * PAGE, 2);
+}
+
+/*
  * 13. Two processes of four threads each register toward one limit at
  * once: sampled all along, and at the end, the limit is never exceeded,
  * every refusal is counted, and the counts agree.
