@@ -297,10 +297,18 @@ static void notrace mrpin_hook_thunk(unsigned long ip, unsigned long parent_ip,
  * filter holds ib_core's umem functions alone), so it cannot recurse, and
  * the trampoline calls it directly rather than through ftrace's recursion
  * guard (ftrace_ops_assist_func(), about 100 instructions a call).
+ *
+ * FTRACE_OPS_FL_PERMANENT, as livepatch has it, for the same reason:
+ * `sysctl kernel.ftrace_enabled=0` turns every traced call site into a
+ * NOP, which would let every pin through unseen and lose the releases of
+ * those recorded (their charges would stay for good).  With the flag the
+ * sysctl fails with EBUSY while mrpin is loaded, and mrpin refuses to load
+ * while it is 0 (register_ftrace_function() fails with EBUSY).
  */
 static struct ftrace_ops mrpin_hook_ops = {
 	.func = mrpin_hook_thunk,
-	.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY,
+	.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY |
+		 FTRACE_OPS_FL_PERMANENT,
 };
 
 /* Whether @ip is inside one of ib_core's pin helpers. */
@@ -728,6 +736,10 @@ int mrpin_hook_init(void)
 			goto err_filter;
 	}
 	ret = register_ftrace_function(&mrpin_hook_ops);
+	if (ret == -EBUSY) {
+		pr_err("mrpin: cannot redirect the umem functions: function tracing is off (sysctl kernel.ftrace_enabled=0) or another user of ftrace already redirects one of them (a live patch?)\n");
+		goto err_filter;
+	}
 	if (ret) {
 		pr_err("mrpin: cannot redirect the umem functions: %d\n", ret);
 		goto err_filter;
