@@ -670,7 +670,8 @@ const struct mrpin_limits *mrpin_policy_limits(enum mrpin_scope scope, u64 id,
 					       const char **path);
 const struct mrpin_limits *mrpin_policy_global(void);
 bool mrpin_policy_names_cgroup(u64 id);
-int mrpin_policy_write(char *buf, unsigned int *lineno, const char **why);
+int mrpin_policy_write(char *buf, bool commit, unsigned int *lineno,
+		       const char **why);
 int mrpin_policy_show(struct seq_file *m);
 
 /* ctl.c: the control file `limits` */

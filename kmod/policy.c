@@ -14,15 +14,15 @@
  *
  * Storage.  The policy is one immutable snapshot, struct mrpin_policy,
  * published with RCU: the pin path reads it under rcu_read_lock() without
- * any lock, and a write to `limits` builds a complete new snapshot from a
- * copy of the current one and swaps it in.  That is what makes a write a
- * transaction: every line takes effect, or (on the first error) none.  uid
- * and cgroup rules sit in one array sorted by (scope, id), searched by
- * halves; a cgroup rule is keyed by the cgroup's id, resolved from its
- * path when the rule is written, and keeps that path: the one way to name
- * it for a delete once its cgroup is gone.
+ * any lock, and a transaction on `limits` builds a complete new snapshot
+ * from a copy of the current one and swaps it in: every line takes effect,
+ * or (on the first error) none.  uid and cgroup rules sit in one array
+ * sorted by (scope, id), searched by halves; a cgroup rule is keyed by the
+ * cgroup's id, resolved from its path when the rule is written, and keeps
+ * that path: the one way to name it for a delete once its cgroup is gone.
  *
- * Changes come as the lines of one write to `limits` (ctl.c), read by
+ * Changes come as the lines written through one open file of `limits`
+ * (ctl.c), checked as they come and applied at its close, read by
  * policy_parse.c; `reset` goes back to the module parameters (params.c).
  *
  * Locking: mrpin_policy_lock (mutex) serialises writers (and the reader of
@@ -294,19 +294,21 @@ static int mrpin_policy_apply_line(struct mrpin_policy *policy, char *text,
 }
 
 /**
- * mrpin_policy_write() - apply the lines of one write, as one transaction
- * @buf: the text written, NUL-terminated, without NUL bytes; cut in place
+ * mrpin_policy_write() - apply lines of policy text, as one transaction
+ * @buf: the text, NUL-terminated, without NUL bytes; cut in place
+ * @commit: publish the result; false: only check that every line applies
  * @lineno: set to the number of the line that failed
  * @why: set to what is wrong with it
  *
  * Builds a new snapshot from a copy of the current one, line by line, and
- * publishes it only if every line applies: on the first error nothing
- * changes.
+ * publishes it only if every line applies and @commit: on the first error
+ * nothing changes.
  *
  * Context: process context, may sleep.
  * Return: 0; -EINVAL for a bad line (*lineno, *why); -ENOMEM.
  */
-int mrpin_policy_write(char *buf, unsigned int *lineno, const char **why)
+int mrpin_policy_write(char *buf, bool commit, unsigned int *lineno,
+		       const char **why)
 {
 	struct mrpin_policy *old, *policy;
 	unsigned int lines = 1;
@@ -338,7 +340,7 @@ int mrpin_policy_write(char *buf, unsigned int *lineno, const char **why)
 		if (ret)
 			break;
 	}
-	if (ret) {
+	if (ret || !commit) {
 		mrpin_policy_free(policy);
 		goto out_unlock;
 	}

@@ -10,12 +10,12 @@
  * views stay readable.  Lockdown leaves securityfs alone: IMA's policy file
  * lives there, and so does the TPM's event log, which is no LSM either.
  * It is also a file system, like debugfs: the policy stays a text file
- * that cat reads and one write() changes, with no device node for udev
- * to make first.
+ * that cat reads and echo changes, with no device node for udev to make
+ * first.
  *
- * Both doors open the same file_operations (policy.c): one grammar, one
- * transaction per write, CAP_SYS_ADMIN checked by the write path whatever
- * the mode.  The node is 0600, root's.
+ * Both doors open the same file_operations (ctl.c): one grammar, one
+ * transaction per open file, CAP_SYS_ADMIN checked by the write path
+ * whatever the mode.  The node is 0600, root's.
  *
  * A file opened here holds a reference on the module (fops->owner), so
  * `rmmod mrpin` fails with EBUSY while someone holds it open; debugfs' door

@@ -4,9 +4,10 @@
 # The policy file /sys/kernel/security/mrpin/limits keeps its contract: it
 # reads as the complete policy in the grammar it takes (sizes with the
 # largest exact binary suffix, uid rules by uid, then cgroup rules by
-# path), a line sets only the keys it names, one write() is one
-# transaction, `cat limits > saved; ...; cat saved > limits` restores it
-# byte for byte, a bad write fails with EINVAL and says which line, and the
+# path), a line sets only the keys it names, one open file is one
+# transaction (a line applies once ended, at the close), `cat limits >
+# saved; ...; cat saved > limits` restores it byte for byte, a bad write
+# fails with EINVAL and says which line, and the
 # module parameters set the load-time defaults that `reset` goes back to.
 # Who may read and write it: mrpin_security.sh; bad parameters:
 # mrpin_params_fuzz.sh.  debugfs' limits is a second door to the same
@@ -19,7 +20,7 @@ mrpin_load
 LIMITS=$MRPIN_LIMITS
 EVENTS=$MRPIN_DIR/events
 CG=/sys/fs/cgroup
-PLAN=40
+PLAN=52
 ktap_plan $PLAN
 
 tmp=$(mktemp -d)
@@ -159,6 +160,42 @@ else
 	ktap_fail "error_is_logged_with_its_line_number"
 	grep 'mrpin: limits' <<<"$kernel_log" | tail -n 3 | sed 's/^/# /'
 fi
+
+# 3b. One open file, one transaction, whatever its writes: a line applies
+# only once it has ended, and only when the file is closed.
+global_max() {
+	awk '$1 == "global" { print $2 }' "$LIMITS"
+}
+put 'reset'
+cat "$LIMITS" >"$tmp/before"
+ktap_check "policy_cut_into_19_byte_writes_is_accepted" \
+	bash -c "printf 'reset\nglobal max_pinned=4G\n' | dd of=$LIMITS bs=19 status=none"
+ktap_check "lines_cut_across_writes_apply_whole" test "$(global_max)" = max_pinned=4G
+put 'reset'
+exec {held}>"$LIMITS"
+printf 'global max_pinned=4' >&$held
+ktap_check "a_line_not_ended_applies_nothing" same_as "$tmp/before"
+printf 'G\nuid 21 max_pins=1\n' >&$held
+ktap_check "ended_lines_wait_for_the_close" same_as "$tmp/before"
+exec {held}>&-
+ktap_check "the_close_applies_every_line" \
+	test "$(global_max) $(grep -c '^uid 21 ' "$LIMITS")" = "max_pinned=4G 1"
+put 'reset'
+ktap_check "bad_line_in_a_later_write_fails_it" \
+	bash -c "! printf 'uid 22 max_pins=1\nuid 23 max_pins=1\nglobal max_pinned=101%%\n' | dd of=$LIMITS bs=19 status=none 2>$tmp/err && grep -q 'Invalid argument' $tmp/err"
+ktap_check "and_the_lines_before_it_do_not_apply" same_as "$tmp/before"
+exec {held}>"$LIMITS"
+printf 'bogus\n' >&$held 2>/dev/null
+printf 'uid 24 max_pins=1\n' >&$held 2>"$tmp/err"
+ktap_check "a_write_after_a_failed_one_fails" grep -q 'Invalid argument' "$tmp/err"
+exec {held}>&-
+ktap_check "and_its_close_applies_nothing" same_as "$tmp/before"
+ktap_check "a_last_line_without_newline_applies_at_close" \
+	bash -c "printf 'uid 25 max_pins=1' > $LIMITS && grep -q '^uid 25 ' $LIMITS"
+put 'reset'
+ktap_check "a_bad_last_line_without_newline_fails_the_close" \
+	bash -c "! printf 'uid 26 max_pins=1\nbogus' | dd of=$LIMITS status=none 2>$tmp/err && grep -q 'closing output file.*Invalid argument' $tmp/err"
+ktap_check "and_changes_nothing" same_as "$tmp/before"
 
 # 4. Round trip.
 put $'reset\nglobal max_pinned=40% action=warn\nprocess max_pinned=3G max_pins=500 max_pin_size=1536K\nuid 1000 max_pinned=8G action=warn\nuid 7 max_pins=3\ncgroup /mrpin_p/a max_pinned=16G\ncgroup /mrpin_p/b action=warn max_pin_size=1M\n'

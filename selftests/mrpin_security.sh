@@ -8,8 +8,9 @@
 # and the directories traversable nobody opens it for writing, yet every
 # write fails with EPERM, even a malformed one (the write checks
 # CAP_SYS_ADMIN before anything else), also through a descriptor root
-# opened; root without CAP_SYS_ADMIN fails the same way, and the policy
-# stays byte-for-byte the same.  No file, parameter or log line of mrpin's
+# opened, by nobody or by root of a user namespace, and by root through a
+# descriptor nobody opened; root without CAP_SYS_ADMIN fails the same way,
+# and the policy stays byte-for-byte the same.  No file, parameter or log line of mrpin's
 # shows a kernel address, with pins, a refusal, a stack warning, leaks and
 # call sites recorded: no 0xffff..., no 16-hex-digit word starting ffff,
 # no decimal in the kernel's half of the address space.  The modes and the
@@ -26,7 +27,7 @@ LIMITS=$MRPIN_LIMITS
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 NO_SYS_ADMIN=(setpriv --inh-caps=-all --bounding-set=-sys_admin)
 DEBUGFS=/sys/kernel/debug
-ktap_plan $((41 + $(find "$MRPIN_DIR" -mindepth 1 | wc -l)))
+ktap_plan $((45 + $(find "$MRPIN_DIR" -mindepth 1 | wc -l)))
 
 tmp=$(mktemp -d)
 # The kernel log from here on, for problems and mrpin's lines.
@@ -127,7 +128,40 @@ check_writes() {
 	status=$?
 	ktap_check "${door}_unprivileged_write_through_a_descriptor_root_opened_fails_with_eperm" \
 		bash -c "[ $status != 0 ] && grep -q 'Operation not permitted' $tmp/err && cat $LIMITS | cmp -s - $tmp/perm"
+	# The same descriptor, written by root of a user namespace: root
+	# there, but without CAP_SYS_ADMIN over the machine.
+	unshare --user --map-root-user bash -c 'printf "reset\n" >&3' 2>"$tmp/err"
+	status=$?
+	ktap_check "${door}_write_by_root_of_a_user_namespace_fails_with_eperm" \
+		bash -c "[ $status != 0 ] && grep -q 'Operation not permitted' $tmp/err && cat $LIMITS | cmp -s - $tmp/perm"
 	exec 3>&-
+	# A descriptor nobody opened, handed to root, who writes through it:
+	# the opener's privilege counts too.
+	python3 - "$LIMITS" >"$tmp/err" 2>&1 <<-'EOF'
+	import os, socket, sys
+	a, b = socket.socketpair()
+	pid = os.fork()
+	if pid == 0:
+	    try:
+	        os.setgroups([])
+	        os.setgid(65534)
+	        os.setuid(65534)
+	        socket.send_fds(b, [b"f"], [os.open(sys.argv[1], os.O_WRONLY)])
+	    finally:
+	        os._exit(0)
+	b.close()
+	_, fds, _, _ = socket.recv_fds(a, 1, 1)
+	os.waitpid(pid, 0)
+	if not fds:
+	    sys.exit("nobody could not open " + sys.argv[1])
+	try:
+	    os.write(fds[0], b"reset\n")
+	    os.close(fds[0])
+	except OSError as e:
+	    print(e.strerror)
+	EOF
+	ktap_check "${door}_write_by_root_through_a_descriptor_nobody_opened_fails_with_eperm" \
+		bash -c "grep -q 'Operation not permitted' $tmp/err && cat $LIMITS | cmp -s - $tmp/perm"
 	if "${NOBODY[@]}" cat "$LIMITS" >/dev/null 2>&1; then
 		ktap_diag "with 0666 nobody reads $door's limits: a mode root chose; writes stay guarded"
 	fi

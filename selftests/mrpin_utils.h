@@ -329,7 +329,11 @@ static inline int mrpin_read_u64_file(const char *path, uint64_t *val)
 	return ret;
 }
 
-/* Write @len bytes of policy text to the limits file: 0 or an errno. */
+/*
+ * Write @len bytes of policy text to the limits file, in one write(), as
+ * one transaction (it applies at the close, which says why it could not,
+ * a last line without a newline being checked only there): 0 or an errno.
+ */
 static inline int mrpin_limits_write(const void *buf, size_t len)
 {
 	int fd, err = 0;
@@ -343,7 +347,8 @@ static inline int mrpin_limits_write(const void *buf, size_t len)
 		err = errno;
 	else if ((size_t)n != len)
 		err = EIO;
-	close(fd);
+	if (close(fd) && !err)
+		err = errno;
 	return err;
 }
 
