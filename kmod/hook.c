@@ -39,6 +39,13 @@
  *   the release of a pin made before mrpin was loaded.
  * - mrpin_hook_releasers, for mrpin_umem_release(), is live from the start.
  *
+ * A call in a pin wrapper also holds a reference on the module, taken by
+ * the thunk: a pin may wait for ever (on a page that a FUSE server or a
+ * userfaultfd never serves, unkillable in the first case), and `rmmod
+ * mrpin` then fails with EBUSY at once, rather than wait for it in
+ * mrpin_hook_exit(), in D state.  Once the module's references are gone,
+ * try_module_get() fails and the thunk lets every pin through untouched.
+ *
  * mrpin_hook_exit():
  *   1. kills mrpin_hook_pinners and waits for it to drain: no pin is
  *      redirected any more, and every pin recorded is published while
@@ -287,9 +294,29 @@ static void notrace mrpin_hook_thunk(unsigned long ip, unsigned long parent_ip,
 	hook = mrpin_hook_of(ip);
 	if (!hook || (hook->via && mrpin_text_has(hook->via, parent_ip)))
 		return;
+	/*
+	 * A registration holds the module: a pin can wait for ever (a page
+	 * a FUSE server or a userfaultfd never serves), and rmmod must
+	 * then fail with EBUSY rather than wait for it.  Unloading
+	 * already: let the call through untouched.
+	 */
+	if (hook->users == &mrpin_hook_pinners && !try_module_get(THIS_MODULE))
+		return;
 	/* Loading or unloading: let the call through untouched. */
 	if (percpu_ref_tryget_live(hook->users))
 		mrpin_ftrace_set_ip(fregs, hook->wrapper);
+	else if (hook->users == &mrpin_hook_pinners)
+		module_put(THIS_MODULE);
+}
+
+/*
+ * Leave a wrapper of the pin: the module first, then the count of the
+ * calls inside, which mrpin_hook_exit() drains.
+ */
+static void mrpin_hook_pinner_leave(void)
+{
+	module_put(THIS_MODULE);
+	percpu_ref_put(&mrpin_hook_pinners);
 }
 
 /*
@@ -400,7 +427,7 @@ static struct ib_umem *mrpin_umem_pinned(struct mrpin_pin *pin,
 	} else if (pin) {
 		mrpin_pin_record(pin, umem);
 	}
-	percpu_ref_put(&mrpin_hook_pinners);
+	mrpin_hook_pinner_leave();
 	return umem;
 }
 
@@ -408,7 +435,7 @@ static struct ib_umem *mrpin_umem_pinned(struct mrpin_pin *pin,
 static struct ib_umem *mrpin_umem_refused(struct mrpin_pin *err)
 {
 	mrpin_reg_explained();
-	percpu_ref_put(&mrpin_hook_pinners);
+	mrpin_hook_pinner_leave();
 	return ERR_CAST(err);
 }
 
@@ -449,7 +476,7 @@ mrpin_umem_get_desc(struct ib_device *ibdev,
 	    overflows_type(desc->addr, unsigned long) ||
 	    overflows_type(desc->length, size_t)) {
 		umem = ib_umem_get_desc(ibdev, desc, access);
-		percpu_ref_put(&mrpin_hook_pinners);
+		mrpin_hook_pinner_leave();
 		return umem;
 	}
 	pin = mrpin_pin_prepare(ibdev, desc->addr, desc->length,
@@ -500,7 +527,7 @@ mrpin_umem_odp_get(struct ib_device *ibdev, unsigned long addr, size_t size,
 	} else if (pin) {
 		mrpin_pin_record(pin, &umem_odp->umem);
 	}
-	percpu_ref_put(&mrpin_hook_pinners);
+	mrpin_hook_pinner_leave();
 	return umem_odp;
 }
 
@@ -537,7 +564,7 @@ static struct ib_mr *mrpin_reg_user_mr(struct ib_pd *pd, u64 start,
 	if (!mrpin_reg_leave(slot) && IS_ERR(mr))
 		mrpin_fail_device(ibdev, start, length,
 				  access & IB_ACCESS_ON_DEMAND, PTR_ERR(mr));
-	percpu_ref_put(&mrpin_hook_pinners);
+	mrpin_hook_pinner_leave();
 	return mr;
 }
 
