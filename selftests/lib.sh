@@ -23,6 +23,7 @@ ktap_failed=0
 ktap_skipped=0
 
 ktap_plan() {
+	ktap_planned=$1
 	echo "TAP version 13"
 	echo "1..$1"
 }
@@ -67,8 +68,14 @@ ktap_skip_all() {
 	exit $KSFT_SKIP
 }
 
+# ktap_finish: the totals; a failure when a point failed, or when the
+# points run are not the plan (a test that stopped early, or miscounted).
 ktap_finish() {
 	echo "# Totals: pass:$((ktap_num - ktap_failed - ktap_skipped)) fail:$ktap_failed xfail:0 xpass:0 skip:$ktap_skipped error:0"
+	if [ "$ktap_num" != "${ktap_planned:-}" ]; then
+		echo "# planned ${ktap_planned:-no} test points, ran $ktap_num"
+		exit $KSFT_FAIL
+	fi
 	[ "$ktap_failed" = 0 ] && exit $KSFT_PASS
 	exit $KSFT_FAIL
 }
