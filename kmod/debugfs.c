@@ -136,7 +136,7 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 	u64 pins, bytes, distinct, peak, memlock, denials, failures, b2m, b1g;
 	u64 stack, cleanup, dereg;
 	u64 regs, rate, elapsed, now = local_clock();
-	u32 hist[MRPIN_LIFE_BUCKETS];
+	u64 hist[MRPIN_LIFE_BUCKETS];
 	struct cgroup *cgrp;
 	int i;
 
@@ -188,7 +188,7 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 		   failures, bytes - b2m - b1g, b2m, b1g, stack, cleanup, regs,
 		   rate);
 	for (i = 0; i < MRPIN_LIFE_BUCKETS; i++)
-		seq_printf(m, i ? ",%u" : "%u", hist[i]);
+		seq_printf(m, i ? ",%llu" : "%llu", hist[i]);
 	seq_printf(m, " %llu %llu\n", distinct, dereg);
 }
 

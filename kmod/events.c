@@ -45,7 +45,12 @@
 #include "trace.h"
 
 #define MRPIN_EVENTS 1024
-#define MRPIN_EVENT_LINE 512
+/*
+ * The longest line: a cgroup path of MRPIN_PATH_MAX - 1 bytes and a comm,
+ * each byte escaped in four (\ooo), and the numbers at their widest (about
+ * 250 bytes), with its newline: a line is never cut.
+ */
+#define MRPIN_EVENT_LINE (4 * (MRPIN_PATH_MAX + TASK_COMM_LEN) + 256)
 
 /**
  * struct mrpin_event - one refusal, warning or failure

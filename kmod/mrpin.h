@@ -221,7 +221,7 @@ struct mrpin_proc {
 	u64 stack_pins;
 	u64 cleanup_releases;
 	u64 deregistrations;
-	u32 life_hist[MRPIN_LIFE_BUCKETS];
+	u64 life_hist[MRPIN_LIFE_BUCKETS];
 	u64 rate_start_ns;
 	u64 rate_count;
 	u64 rate;
