@@ -577,21 +577,25 @@ static struct ib_mr *mrpin_reg_user_mr(struct ib_pd *pd, u64 start,
  * still has its pins tracked.
  *
  * Context: process context (ib_client add()).
+ * Return: whether the device counts among its driver's watched ones: only
+ * then may mrpin_hook_driver_remove() be called for it.
  */
-void mrpin_hook_driver_add(struct ib_device *ibdev)
+bool mrpin_hook_driver_add(struct ib_device *ibdev)
 {
 	unsigned long fn = (unsigned long)ibdev->ops.reg_user_mr;
 	struct mrpin_driver *d, *free = NULL;
+	bool added = false;
 	int ret;
 
 	if (!fn)
-		return;
+		return false;
 	mutex_lock(&mrpin_drivers_lock);
 	if (mrpin_drivers_off)
 		goto out;
 	for (d = mrpin_drivers; d < mrpin_drivers + MRPIN_DRIVERS; d++) {
 		if (d->fn == fn) {
 			d->devices++;
+			added = true;
 			goto out;
 		}
 		if (!d->fn && !free)
@@ -610,13 +614,15 @@ void mrpin_hook_driver_add(struct ib_device *ibdev)
 	}
 	free->devices = 1;
 	WRITE_ONCE(free->fn, fn);
+	added = true;
 out:
 	mutex_unlock(&mrpin_drivers_lock);
+	return added;
 }
 
 /**
  * mrpin_hook_driver_remove() - stop watching a device that goes
- * @ibdev: the device mrpin_hook_driver_add() was called for
+ * @ibdev: a device mrpin_hook_driver_add() counted
  *
  * Context: process context (ib_client remove()).
  */

@@ -706,7 +706,7 @@ int mrpin_leaks_show(struct seq_file *m);
 /* hook.c */
 int mrpin_hook_init(void);
 void mrpin_hook_exit(void);
-void mrpin_hook_driver_add(struct ib_device *ibdev);
+bool mrpin_hook_driver_add(struct ib_device *ibdev);
 void mrpin_hook_driver_remove(struct ib_device *ibdev);
 
 /* client.c: the ib_client */
