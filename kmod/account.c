@@ -88,12 +88,18 @@ struct mrpin_stats mrpin_stats;
 
 /* --- processes --- */
 
+/*
+ * The find functions run under rcu_read_lock() (the fast path) or under
+ * mrpin_owners_lock (the slow path, which adds): the walks say so to
+ * lockdep (CONFIG_PROVE_RCU_LIST).
+ */
 static struct mrpin_proc *mrpin_proc_find_rcu(struct mm_struct *mm)
 {
 	struct mrpin_proc *proc;
 
 	hash_for_each_possible_rcu(mrpin_procs_hash, proc, hnode,
-				   (unsigned long)mm)
+				   (unsigned long)mm,
+				   lockdep_is_held(&mrpin_owners_lock))
 		if (proc->mm == mm)
 			return proc;
 	return NULL;
@@ -264,7 +270,8 @@ static struct mrpin_user *mrpin_user_find_rcu(kuid_t uid)
 	struct mrpin_user *user;
 
 	hash_for_each_possible_rcu(mrpin_users_hash, user, hnode,
-				   __kuid_val(uid))
+				   __kuid_val(uid),
+				   lockdep_is_held(&mrpin_owners_lock))
 		if (uid_eq(user->uid, uid))
 			return user;
 	return NULL;
@@ -319,7 +326,8 @@ static struct mrpin_cg *mrpin_cg_find_rcu(u64 id)
 {
 	struct mrpin_cg *cg;
 
-	hash_for_each_possible_rcu(mrpin_cgs_hash, cg, hnode, id)
+	hash_for_each_possible_rcu(mrpin_cgs_hash, cg, hnode, id,
+				   lockdep_is_held(&mrpin_owners_lock))
 		if (cg->id == id)
 			return cg;
 	return NULL;
