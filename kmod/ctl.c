@@ -114,7 +114,7 @@ static ssize_t mrpin_limits_write(struct file *file, const char __user *ubuf,
 {
 	struct mrpin_limits_txn *txn =
 		((struct seq_file *)file->private_data)->private;
-	size_t end, start;
+	size_t end, start, total;
 	char *nul;
 	int ret;
 
@@ -156,15 +156,15 @@ static ssize_t mrpin_limits_write(struct file *file, const char __user *ubuf,
 				   "NUL byte");
 		goto out_fail;
 	}
-	txn->len += len;
+	total = start + len;
 
 	/* The lines this write ended, checked with all before them. */
-	end = txn->len;
+	end = total;
 	while (end && txn->text[end - 1] != '\n' &&
-	       txn->len - end <= MRPIN_LINE_MAX)
+	       total - end <= MRPIN_LINE_MAX)
 		end--;
-	if (txn->len - end > MRPIN_LINE_MAX) {
-		mrpin_limits_error(mrpin_limits_lines(txn->text, txn->len),
+	if (total - end > MRPIN_LINE_MAX) {
+		mrpin_limits_error(mrpin_limits_lines(txn->text, total),
 				   "line longer than 256 bytes");
 		goto out_fail;
 	}
@@ -173,6 +173,8 @@ static ssize_t mrpin_limits_write(struct file *file, const char __user *ubuf,
 		if (ret)
 			goto out_fail;
 	}
+	/* Taken only now: a write that failed adds nothing to the text. */
+	txn->len = total;
 	mutex_unlock(&txn->lock);
 	return len;
 
