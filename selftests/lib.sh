@@ -178,20 +178,6 @@ mrpin_unload() {
 	! mrpin_loaded || rmmod mrpin
 }
 
-# mrpin_rmmod_retry: rmmod mrpin, again while it fails with EBUSY (a
-# registration in flight holds the module), for up to 10 s, as
-# `modprobe -r --wait` does; the tries it took in $rmmod_tries.
-mrpin_rmmod_retry() {
-	local end=$((SECONDS + 10))
-
-	rmmod_tries=1
-	until rmmod mrpin 2>/dev/null; do
-		grep -q '^mrpin ' /proc/modules && [ "$SECONDS" -lt "$end" ] ||
-			return 1
-		rmmod_tries=$((rmmod_tries + 1))
-		sleep 0.05
-	done
-}
 
 # Print every mrpin file; `events` without waiting for new lines.
 mrpin_read_all() {
