@@ -178,7 +178,6 @@ mrpin_unload() {
 	! mrpin_loaded || rmmod mrpin
 }
 
-
 # Print every mrpin file; `events` without waiting for new lines.
 mrpin_read_all() {
 	local f
