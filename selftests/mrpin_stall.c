@@ -73,7 +73,11 @@ static int stall_file(const char *path, size_t len)
 	return fd;
 }
 
-/* The next fault's address, or 0 when none comes within @ms. */
+/*
+ * The next fault's address, or 0 when none comes within @ms.  The
+ * descriptor does not block: poll() may report a fault that a wake-up has
+ * resolved since.
+ */
 static unsigned long stall_fault(int uffd, int ms)
 {
 	struct pollfd pfd = { .fd = uffd, .events = POLLIN };
@@ -98,7 +102,7 @@ static int stall_uffd(struct stall *s)
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (s->buf == MAP_FAILED)
 		return -1;
-	uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
+	uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api))
 		return -1;
 	reg.range.start = (unsigned long)s->buf;
