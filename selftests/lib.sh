@@ -20,6 +20,7 @@ MRPIN_LOCKDOWN=/sys/kernel/security/lockdown
 
 ktap_num=0
 ktap_failed=0
+ktap_failed_names=()
 ktap_skipped=0
 
 ktap_plan() {
@@ -43,6 +44,7 @@ ktap_skip() {
 ktap_fail() {
 	ktap_num=$((ktap_num + 1))
 	ktap_failed=$((ktap_failed + 1))
+	ktap_failed_names+=("$ktap_num ${1%% *}")
 	echo "not ok $ktap_num $*"
 }
 
@@ -71,6 +73,8 @@ ktap_skip_all() {
 # ktap_finish: the totals; a failure when a point failed, or when the
 # points run are not the plan (a test that stopped early, or miscounted).
 ktap_finish() {
+	# Again at the end, where a log's tail shows them.
+	[ "$ktap_failed" = 0 ] || echo "# failed: $(IFS=,; echo "${ktap_failed_names[*]}")"
 	echo "# Totals: pass:$((ktap_num - ktap_failed - ktap_skipped)) fail:$ktap_failed xfail:0 xpass:0 skip:$ktap_skipped error:0"
 	if [ "$ktap_num" != "${ktap_planned:-}" ]; then
 		echo "# planned ${ktap_planned:-no} test points, ran $ktap_num"
