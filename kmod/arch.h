@@ -84,7 +84,9 @@ static inline bool mrpin_user_follows_call(unsigned long ip)
  * kernel does not change on entry), or 0.  glibc and musl put it at the top
  * of a thread's stack block: the thread's struct pthread, with its static
  * TLS just below.  Read from the register, not from thread.fsbase, which is
- * stale while the task runs if user space wrote it with WRFSBASE.
+ * stale while the task runs if user space wrote it with WRFSBASE.  0 where
+ * it is not read: no thread's stack block is known, only the main stack
+ * is called stack there.
  */
 static inline unsigned long mrpin_user_thread_pointer(void)
 {

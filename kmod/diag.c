@@ -7,9 +7,11 @@
  * per pin:
  *
  *   stack	the range overlaps the main thread's stack (the VMA holding
- *		mm->start_stack) or the VMA holding the calling thread's user
- *		stack pointer (thread stacks are ordinary mappings).  Checked
- *		before the pin: the global rule's stack=allow|warn|deny decides.
+ *		mm->start_stack) or the calling thread's stack block, known by
+ *		where the C library keeps the thread's descriptor: a
+ *		user-level thread's stack on the heap is not called stack.
+ *		Checked before the pin: the global rule's stack=allow|warn|deny
+ *		decides.
  *   backing	how many of the pinned pages sit in 2 MiB pages (THP or
  *		hugetlbfs) and 1 GiB pages, from the compound order of the
  *		pages the kernel pinned; the rest are 4 KiB pages.
@@ -46,6 +48,7 @@
 #include <linux/seq_file.h>
 #include <linux/sizes.h>
 #include <linux/sched/clock.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
@@ -60,15 +63,48 @@
 DEFINE_XARRAY(mrpin_callsites);
 
 /*
+ * The top of the calling thread's stack block when @vma is a thread stack
+ * the C library made, else 0.  Only what is certainly a stack counts: the
+ * registration of a buffer that is not one must never be refused.
+ *
+ * glibc and musl put a thread's descriptor, where the thread pointer
+ * points (x86-64's fs base, arm64's TPIDR_EL0), at the top of its stack
+ * block, whether they mapped the block or the program gave it
+ * (pthread_attr_setstack()).  So the VMA holding the stack pointer is that
+ * thread's stack when the thread pointer lies in it above the stack
+ * pointer, and the stack ends at the descriptor's page: the kernel merges
+ * a thread stack with an adjacent anonymous mapping of the same
+ * protection, and the VMA can go on above the block into a heap buffer.
+ *
+ * A user-level thread (Argobots, brpc's bthread, seastar, Boost.Context,
+ * makecontext()) runs on a stack of its runtime's, cut from the heap or
+ * from a pool: its stack pointer lies in that mapping, its thread pointer
+ * in the kernel thread's stack or TLS block elsewhere.  The rest of that
+ * mapping is heap, and where the stack ends in it is unknown: none of it
+ * is called stack.  The main thread's stack is the main stack: when its
+ * stack pointer is elsewhere, it runs a user-level thread (or a signal
+ * handler on an alternate stack).  And the brk heap never holds a C
+ * library's thread stack, even where a VMA merged with it reaches one.
+ */
+static unsigned long mrpin_thread_stack_top(struct mm_struct *mm,
+					    struct vm_area_struct *vma,
+					    unsigned long sp, unsigned long tp)
+{
+	if (thread_group_leader(current) ||
+	    sp - vma->vm_start >= vma->vm_end - vma->vm_start ||
+	    tp <= sp || tp >= vma->vm_end)
+		return 0;
+	if (!vma_is_anonymous(vma) || (vma->vm_flags & VM_SHARED))
+		return 0;
+	if (vma->vm_start < mm->brk && vma->vm_end > mm->start_brk)
+		return 0;
+	return PAGE_ALIGN(tp + 1);
+}
+
+/*
  * Whether [start, start + length) is stack memory: the main thread's stack
- * VMA (VM_GROWSDOWN, never merged with a mapping without it), or the stack
- * of the registering thread.  A thread stack is an ordinary anonymous mapping,
- * which the kernel merges with an adjacent anonymous mapping of the same
- * protection: the VMA holding the stack pointer can go on above the stack
- * into a heap buffer mapped before the thread was made.  The stack block
- * ends at the page holding the thread pointer, where the C libraries put
- * the thread's descriptor; the VMA's end is used when the thread pointer
- * is not in that VMA above the stack pointer (an unknown layout).
+ * VMA (VM_GROWSDOWN, never merged with a mapping without it), or the
+ * registering thread's stack block, as mrpin_thread_stack_top() knows it.
  */
 static bool mrpin_range_on_stack(unsigned long start, size_t length)
 {
@@ -88,10 +124,8 @@ static bool mrpin_range_on_stack(unsigned long start, size_t length)
 		if (mm->start_stack - vma->vm_start <
 		    vma->vm_end - vma->vm_start) {
 			hit = true;
-		} else if (sp - vma->vm_start < vma->vm_end - vma->vm_start) {
-			top = vma->vm_end;
-			if (!(vma->vm_flags & VM_GROWSDOWN) && tp > sp && tp < top)
-				top = PAGE_ALIGN(tp + 1);
+		} else {
+			top = mrpin_thread_stack_top(mm, vma, sp, tp);
 			hit = start < top;
 		}
 	}

@@ -23,6 +23,8 @@
  */
 #include "mrpin_diag.h"
 
+#include <ucontext.h>
+
 FIXTURE(diag) {
 	struct diag_test t;
 };
@@ -375,6 +377,174 @@ TEST_F(stack, registration_of_stack_memory_is_flagged_and_warned_allowed_or_deni
 		  after.stack_pins_total);
 	do_dereg(anchor);
 	munmap(heap, PAGE);
+}
+
+/*
+ * 3b. A user-level thread (makecontext(), as Argobots, bthread, seastar or
+ * Boost.Context make them) runs on a stack its runtime cut from the heap:
+ * from a pool it mapped, or from the brk heap.  Under stack=deny, a buffer
+ * on that stack and a heap buffer in the same mapping above it are both
+ * registered, neither is flagged as stack, and no event is made: mrpin
+ * cannot know where such a stack ends, and never refuses on a guess.  The
+ * user-level thread runs from the main thread or from a pthread (whose
+ * thread pointer lies in its own stack block, not in the pool).
+ */
+FIXTURE(heap_stack) {
+	struct diag_test t;
+};
+
+FIXTURE_VARIANT(heap_stack) {
+	bool thread;	/* run by a pthread, not the main thread */
+	bool brk;	/* the stack and the buffer from the brk heap */
+};
+
+FIXTURE_VARIANT_ADD(heap_stack, main_thread_pool) {
+	.thread = false, .brk = false,
+};
+FIXTURE_VARIANT_ADD(heap_stack, main_thread_brk) {
+	.thread = false, .brk = true,
+};
+FIXTURE_VARIANT_ADD(heap_stack, pthread_pool) {
+	.thread = true, .brk = false,
+};
+FIXTURE_VARIANT_ADD(heap_stack, pthread_brk) {
+	.thread = true, .brk = true,
+};
+
+FIXTURE_SETUP(heap_stack)
+{
+	test_setup(&self->t);
+}
+
+FIXTURE_TEARDOWN(heap_stack)
+{
+	test_teardown(&self->t);
+}
+
+#define ULT_STACK	(256UL << 10)	/* the user-level thread's stack */
+
+/* makecontext() passes ints only: the job is the program's one. */
+static struct ult_job {
+	struct ibv_pd *pd;
+	char *heap_buf;		/* above the stack, in the same mapping */
+	char *frame_buf;	/* on the user-level thread's stack */
+	struct ibv_mr *frame_mr, *heap_mr;
+	int frame_err, heap_err;
+	ucontext_t runner, ult;
+} ult_job;
+
+/* The user-level thread: register, let the checks run, deregister. */
+static void ult_body(void)
+{
+	char buf[3 * PAGE] __attribute__((aligned(64)));
+	struct ult_job *j = &ult_job;
+
+	memset(buf, 0x5a, sizeof(buf));
+	j->frame_buf = buf + 100;
+	if (_do_reg(j->pd, j->frame_buf, PAGE, &j->frame_mr))
+		j->frame_err = errno;
+	if (_do_reg(j->pd, j->heap_buf, PAGE, &j->heap_mr))
+		j->heap_err = errno;
+	swapcontext(&j->ult, &j->runner);	/* checked while it lives */
+	if (j->frame_mr)
+		ibv_dereg_mr(j->frame_mr);
+	if (j->heap_mr)
+		ibv_dereg_mr(j->heap_mr);
+	j->frame_mr = j->heap_mr = NULL;
+	__asm__ volatile("" : : "r"(buf) : "memory");
+}	/* to uc_link: the runner */
+
+/*
+ * Set the user-level thread up on @stack, and switch to it: out of the
+ * test's body, which must not call a function that returns twice.
+ */
+static int ult_make(struct ult_job *j, char *stack)
+{
+	if (getcontext(&j->ult))
+		return -1;
+	j->ult.uc_stack.ss_sp = stack;
+	j->ult.uc_stack.ss_size = ULT_STACK;
+	j->ult.uc_link = &j->runner;
+	makecontext(&j->ult, ult_body, 0);
+	return 0;
+}
+
+static int ult_switch(struct ult_job *j)
+{
+	return swapcontext(&j->runner, &j->ult);
+}
+
+static void *ult_runner(void *arg)
+{
+	struct ult_job *j = arg;
+
+	ult_switch(j);	/* back once registered */
+	return NULL;
+}
+
+TEST_F(heap_stack, user_level_thread_stack_on_the_heap_is_not_stack)
+{
+	struct ult_job *j = &ult_job;
+	struct mrpin_stats before, after;
+	struct mrpin_pin_row pin;
+	struct mrpin_event ev[2];
+	pthread_t thread;
+	uint64_t from;
+	char *block;
+	size_t size = ULT_STACK + 2 * PAGE;
+	int n;
+
+	memset(j, 0, sizeof(*j));
+	j->pd = self->t.f.pd;
+	if (variant->brk) {
+		block = sbrk(size);
+		ASSERT_NE((void *)-1, block);
+	} else {
+		block = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ASSERT_NE(MAP_FAILED, block);
+	}
+	j->heap_buf = block + ULT_STACK + PAGE;
+	memset(j->heap_buf, 0x5a, PAGE);
+	ASSERT_EQ(0, ult_make(j, block));
+
+	set_limits("%s", "global stack=deny\n");
+	read_stats(&before);
+	from = next_seq();
+	/* Run it up to its checkpoint, from this thread or a pthread. */
+	if (variant->thread) {
+		ASSERT_EQ(0, pthread_create(&thread, NULL, ult_runner, j));
+		ASSERT_EQ(0, pthread_join(thread, NULL));
+	} else {
+		ASSERT_EQ(0, ult_switch(j));
+	}
+
+	ASSERT_NE(NULL, j->frame_mr) {
+		TH_LOG("a buffer on the user-level thread's stack, from the %s's %s: %s",
+		       variant->thread ? "pthread" : "main thread",
+		       variant->brk ? "brk heap" : "pool", strerror(j->frame_err));
+	}
+	ASSERT_NE(NULL, j->heap_mr) {
+		TH_LOG("a heap buffer above the user-level thread's stack: %s",
+		       strerror(j->heap_err));
+	}
+	pin_row(getpid(), j->frame_buf, PAGE, &pin);
+	EXPECT_EQ(0ULL, (unsigned long long)pin.stack);
+	pin_row(getpid(), j->heap_buf, PAGE, &pin);
+	EXPECT_EQ(0ULL, (unsigned long long)pin.stack);
+	read_stats(&after);
+	EXPECT_EQ(before.stack_pins_total, after.stack_pins_total);
+	EXPECT_EQ(before.denials_total, after.denials_total);
+	n = events_since(from, getpid(), NULL, ev, 2);
+	EXPECT_EQ(0, n) {
+		TH_LOG("%d events, the first %s %s", n, ev[0].action, ev[0].key);
+	}
+
+	/* Let it deregister and end (from any thread: a context is data). */
+	ASSERT_EQ(0, ult_switch(j));
+	EXPECT_EQ(NULL, j->frame_mr);
+	if (!variant->brk)
+		munmap(block, size);
 }
 
 /*
