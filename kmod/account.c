@@ -873,11 +873,14 @@ int mrpin_account_init(void)
 	return -ENOMEM;
 }
 
-/* Report a cgroup record left with references at unload, with its path. */
+/*
+ * Report a cgroup record left with references at unload, with its path
+ * (escaped, after the raw path, in the same buffer).
+ */
 static void mrpin_cg_report_left(const struct mrpin_cg *cg)
 {
 	struct cgroup *cgrp = cgroup_get_from_id(cg->id);
-	char *path = kmalloc(PATH_MAX, GFP_KERNEL);
+	char *path = kmalloc(5 * PATH_MAX, GFP_KERNEL);
 
 	if (!path || IS_ERR(cgrp) || cgroup_path(cgrp, path, PATH_MAX) < 0)
 		pr_err("mrpin: record of cgroup %llu left with %d references, %lld pins\n",
@@ -885,7 +888,8 @@ static void mrpin_cg_report_left(const struct mrpin_cg *cg)
 		       atomic64_read(&cg->usage.pins));
 	else
 		pr_err("mrpin: record of cgroup %s left with %d references, %lld pins\n",
-		       path, atomic_read(&cg->ref),
+		       mrpin_escape(path + PATH_MAX, path, 4 * PATH_MAX),
+		       atomic_read(&cg->ref),
 		       atomic64_read(&cg->usage.pins));
 	if (!IS_ERR(cgrp))
 		cgroup_put(cgrp);
@@ -938,6 +942,7 @@ static bool mrpin_cgs_free_locked(void)
  */
 void mrpin_account_exit(void)
 {
+	char comm[4 * TASK_COMM_LEN + 1];
 	struct mrpin_proc *proc, *ptmp;
 	struct mrpin_user *user;
 	struct hlist_node *tmp;
@@ -948,7 +953,9 @@ void mrpin_account_exit(void)
 	list_for_each_entry_safe(proc, ptmp, &mrpin_procs, node) {
 		if (atomic_read(&proc->ref)) {
 			pr_err("mrpin: record of pid %d (%s) left with %d references, %lld pins\n",
-			       proc->tgid, proc->comm, atomic_read(&proc->ref),
+			       proc->tgid,
+			       mrpin_escape(comm, proc->comm, sizeof(comm)),
+			       atomic_read(&proc->ref),
 			       atomic64_read(&proc->usage.pins));
 			left = true;
 		}

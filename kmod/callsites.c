@@ -21,8 +21,6 @@
 
 #include "mrpin.h"
 
-#define MRPIN_ESCAPE " \t\n\\"
-
 /* One live pin's call site, as copied for the `callsites` view. */
 struct mrpin_site {
 	pid_t pid;
@@ -98,7 +96,7 @@ int mrpin_callsites_show(struct seq_file *m)
 			newest = max(newest, sites[j].created_ns);
 		}
 		seq_printf(m, "%d ", g->pid);
-		seq_escape(m, g->comm, MRPIN_ESCAPE);
+		seq_escape(m, g->comm, mrpin_escape_set);
 		seq_printf(m, " %lu %llu %llu ", j - i, bytes,
 			   mrpin_age_ms(oldest, now));
 		for (k = 0; k < g->depth; k++)

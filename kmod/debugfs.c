@@ -4,9 +4,9 @@
  *
  * Every table is text: a first line "# " followed by the column names,
  * then one object per line, columns separated by white space, numbers in
- * decimal (bytes for sizes).  Fields that may hold white space (comm, cgroup
- * path) are escaped as /proc/self/mountinfo escapes them (octal \ooo for
- * space, tab, newline and backslash).  No kernel pointer is ever printed.
+ * decimal (bytes for sizes).  Names their owners choose (comm, cgroup
+ * path) are escaped as /proc/self/mountinfo escapes white space, octal
+ * \ooo, for every byte but printable ASCII (mrpin_escape_set).  No kernel pointer is ever printed.
  * New columns are only ever added at the end of a line.  Files are 0400:
  * root only.
  *
@@ -35,8 +35,6 @@
 
 #include "mrpin.h"
 
-#define MRPIN_ESCAPE " \t\n\\"
-
 static struct dentry *mrpin_debugfs_dir;
 
 static int version_show(struct seq_file *m, void *v)
@@ -61,7 +59,7 @@ static int devices_show(struct seq_file *m, void *v)
 	mutex_lock(&mrpin_devs_lock);
 	list_for_each_entry(dev, &mrpin_devs, node) {
 		mrpin_dev_name(dev, name, sizeof(name));
-		seq_escape(m, name, MRPIN_ESCAPE);
+		seq_escape(m, name, mrpin_escape_set);
 		seq_putc(m, ' ');
 		mrpin_seq_guid(m, dev->node_guid);
 		seq_printf(m, " %d %lld %lld\n", dev->max_mr,
@@ -178,9 +176,9 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 		cgroup_put(cgrp);
 
 	seq_printf(m, "%d ", proc->tgid);
-	seq_escape(m, proc->comm, MRPIN_ESCAPE);
+	seq_escape(m, proc->comm, mrpin_escape_set);
 	seq_printf(m, " %u ", from_kuid_munged(&init_user_ns, proc->uid));
-	seq_escape(m, path, MRPIN_ESCAPE);
+	seq_escape(m, path, mrpin_escape_set);
 	seq_printf(m, " %llu %llu %llu %llu", pins, bytes, peak,
 		   mrpin_proc_vm_pinned_bytes(proc));
 	mrpin_seq_limit(m, memlock);
@@ -262,7 +260,7 @@ static void mrpin_cg_show(struct seq_file *m, struct mrpin_cg *cg, char *path,
 	if (!IS_ERR(cgrp))
 		cgroup_put(cgrp);
 	seq_printf(m, "%llu ", cg->id);
-	seq_escape(m, path, MRPIN_ESCAPE);
+	seq_escape(m, path, mrpin_escape_set);
 	seq_printf(m, " %lld %lld %lld\n", atomic64_read(&cg->usage.pins),
 		   atomic64_read(&cg->usage.pinned_bytes),
 		   atomic64_read(&cg->peak_pinned_bytes));
@@ -374,9 +372,9 @@ static int pins_show(struct seq_file *m, void *v)
 	snprintf(caller, KSYM_SYMBOL_LEN, "%ps", (void *)mrpin_pin_caller(pin));
 	caller[strcspn(caller, " ")] = '\0';
 	seq_printf(m, "%llu %d ", pin->id, pin->charge.proc->tgid);
-	seq_escape(m, pin->charge.proc->comm, MRPIN_ESCAPE);
+	seq_escape(m, pin->charge.proc->comm, mrpin_escape_set);
 	seq_putc(m, ' ');
-	seq_escape(m, name, MRPIN_ESCAPE);
+	seq_escape(m, name, mrpin_escape_set);
 	bytes = mrpin_pin_charged(pin);
 	huge = ((u64)pin->pages_2m + pin->pages_1g) << PAGE_SHIFT;
 	seq_printf(m, " %lu %zu %llu %s %llu %d %llu %llu %llu %lu %d %d\n",

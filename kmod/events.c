@@ -19,8 +19,13 @@
  * Each open starts at the oldest event still in the ring and first reads a
  * header line naming the columns.
  *
- * Locking: mrpin_events_lock (spinlock) protects the ring and
- * mrpin_events_next; it is never held across a copy to user space.  Each
+ * A comm, a cgroup path and a device name are escaped (mrpin_escape())
+ * wherever they go: the log line, the tracepoint's scope, the ring's text.
+ *
+ * Locking: mrpin_report_lock (spinlock) protects the escaped text of the
+ * report being made (the log line and tracepoint read it under it); the
+ * ring's lock nests in nothing of it.  mrpin_events_lock (spinlock)
+ * protects the ring and mrpin_events_next; it is never held across a copy to user space.  Each
  * open file's reader state (the line being read, where in it) is its
  * reader->lock's (a mutex, as trace_pipe's iter->mutex): two threads
  * reading one descriptor take turns, never interleave within a line.  It
@@ -146,37 +151,58 @@ static void mrpin_scope_text(const struct mrpin_violation *v, char *buf,
 	}
 }
 
+/*
+ * The kernel log's and the tracepoint's text of a comm, a scope and a
+ * device name, escaped (mrpin_escape()): too big for the stack.
+ * mrpin_report_lock protects it.
+ */
+static DEFINE_SPINLOCK(mrpin_report_lock);
+static struct {
+	char comm[4 * TASK_COMM_LEN + 1];
+	char scope[4 * (MRPIN_PATH_MAX + 8) + 1];
+	char name[4 * MRPIN_PATH_MAX + 1];
+} mrpin_report_text;
+
+/* The log line of @v; @scope escaped.  Under mrpin_report_lock. */
 static void mrpin_report_log(const struct mrpin_violation *v, pid_t pid,
 			     u32 uid, const char *scope)
 {
-	char limit[24];
+	const char *comm = mrpin_report_text.comm;
+	const char *name = mrpin_report_text.name;
+	char comm_raw[TASK_COMM_LEN], limit[24];
 
+	lockdep_assert_held(&mrpin_report_lock);
+	get_task_comm(comm_raw, current);
+	mrpin_escape(mrpin_report_text.comm, comm_raw,
+		     sizeof(mrpin_report_text.comm));
+	mrpin_escape(mrpin_report_text.name, v->path,
+		     sizeof(mrpin_report_text.name));
 	switch (v->key) {
 	case MRPIN_EVENT_STACK:
 		pr_warn("mrpin: pid %d (%s) uid %u: %s %llu bytes of stack memory\n",
-			pid, current->comm, uid,
+			pid, comm, uid,
 			v->warn ? "registered" : "refused", v->asked);
 		break;
 	case MRPIN_EVENT_MR_TABLE:
 		pr_warn("mrpin: device %s: %llu live pins, past the mr_table_warn mark of %llu\n",
-			v->path, v->usage, v->limit);
+			name, v->usage, v->limit);
 		break;
 	default:
 		if (v->key == MRPIN_EVENT_FAIL + MRPIN_FAIL_DEVICE) {
 			pr_warn("mrpin: pid %d (%s) uid %u: device %s refused a registration of %llu bytes (errno %d): %llu live pins, max_mr %llu\n",
-				pid, current->comm, uid, v->path, v->asked,
+				pid, comm, uid, name, v->asked,
 				v->err, v->usage, v->limit);
 			break;
 		}
 		if (mrpin_violation_failed(v)) {
 			mrpin_limit_text(v->limit, limit, sizeof(limit));
 			pr_warn("mrpin: pid %d (%s) uid %u: the kernel refused %llu bytes (errno %d): %s; VmPin %llu, RLIMIT_MEMLOCK %s\n",
-				pid, current->comm, uid, v->asked, v->err,
+				pid, comm, uid, v->asked, v->err,
 				mrpin_event_key(v), v->usage, limit);
 			break;
 		}
 		pr_warn("mrpin: pid %d (%s) uid %u: %s %llu bytes: %s %s in use %llu, limit %llu\n",
-			pid, current->comm, uid,
+			pid, comm, uid,
 			v->warn ? "over limit, allowed (warn)" : "refused",
 			v->asked, scope, mrpin_event_key(v),
 			v->usage, v->limit);
@@ -200,14 +226,19 @@ void mrpin_report(const struct mrpin_violation *v)
 	u32 uid = from_kuid_munged(&init_user_ns, current_uid());
 
 	mrpin_scope_text(v, scope, sizeof(scope));
+	spin_lock(&mrpin_report_lock);
+	mrpin_escape(mrpin_report_text.scope, scope,
+		     sizeof(mrpin_report_text.scope));
 	if (!v->quiet && __ratelimit(&mrpin_report_rs))
-		mrpin_report_log(v, pid, uid, scope);
+		mrpin_report_log(v, pid, uid, mrpin_report_text.scope);
 	if (mrpin_violation_failed(v))
 		trace_mrpin_fail(pid, key, v->err, v->asked, v->usage,
 				 v->limit);
 	else
-		trace_mrpin_deny(pid, mrpin_event_action(v), scope, key,
-				 v->asked, v->usage, v->limit);
+		trace_mrpin_deny(pid, mrpin_event_action(v),
+				 mrpin_report_text.scope, key, v->asked,
+				 v->usage, v->limit);
+	spin_unlock(&mrpin_report_lock);
 
 	spin_lock(&mrpin_events_lock);
 	e = &mrpin_events[mrpin_events_next % MRPIN_EVENTS];
@@ -274,7 +305,7 @@ static void mrpin_events_put(struct mrpin_events_reader *r, const char *s)
 
 	lockdep_assert_held(&r->lock);
 	n = string_escape_str(s, r->buf + r->len, room, ESCAPE_OCTAL,
-			      " \t\n\\");
+			      mrpin_escape_set);
 	r->len += min_t(size_t, n, room);
 	r->buf[r->len] = '\0';
 }

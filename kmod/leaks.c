@@ -99,7 +99,7 @@ int mrpin_leaks_show(struct seq_file *m)
 	for (i = 0; i < MRPIN_LEAKS; i++) {
 		if (!leaks[i].count)
 			continue;
-		seq_escape(m, leaks[i].comm, " \t\n\\");
+		seq_escape(m, leaks[i].comm, mrpin_escape_set);
 		seq_printf(m, " %u %llu %llu %llu\n",
 			   from_kuid_munged(&init_user_ns, leaks[i].uid),
 			   leaks[i].count, leaks[i].bytes, leaks[i].last_ns);

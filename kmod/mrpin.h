@@ -603,6 +603,8 @@ void mrpin_account_released_facts(struct mrpin_proc *proc, u64 bytes_2m,
 
 /* util.c */
 struct kmem_cache *mrpin_cache_create(const char *name, unsigned int size);
+extern const char mrpin_escape_set[];
+char *mrpin_escape(char *dst, const char *src, size_t size);
 
 /* distinct.c: the union of the ranges pinned in an address space */
 int mrpin_distinct_init(void);

@@ -404,7 +404,7 @@ int mrpin_policy_show(struct seq_file *m)
 	sort(cgs, nr_cgs, sizeof(*cgs), mrpin_rule_path_cmp, NULL);
 	for (i = 0; i < nr_cgs; i++) {
 		seq_puts(m, "cgroup ");
-		seq_escape(m, cgs[i]->path, " \t\n\\#");
+		seq_escape(m, cgs[i]->path, mrpin_escape_set);
 		mrpin_print_limits(m, &cgs[i]->lim, MRPIN_SCOPE_CGROUP);
 		seq_putc(m, '\n');
 	}

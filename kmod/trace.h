@@ -15,9 +15,25 @@
 #if !defined(_MRPIN_TRACE_H) || defined(TRACE_HEADER_MULTI_READ)
 #define _MRPIN_TRACE_H
 
+#include <linux/string.h>
 #include <linux/tracepoint.h>
 
 #include "compat.h"
+
+/*
+ * mrpin_pin's caller is the kernel function's name, never its address:
+ * the ring buffer's raw pages (trace_pipe_raw, perf) would hand out where
+ * the kernel's text is.  Names longer than the field are cut.
+ */
+#ifndef MRPIN_TRACE_CALLER
+#define MRPIN_TRACE_CALLER 48
+
+static inline void mrpin_trace_caller(char *buf, unsigned long caller)
+{
+	snprintf(buf, MRPIN_TRACE_CALLER, "%ps", (void *)caller);
+	buf[strcspn(buf, " ")] = '\0';	/* no " [module]" */
+}
+#endif
 
 TRACE_EVENT(mrpin_pin,
 	TP_PROTO(u64 id, pid_t pid, const char *dev, unsigned long start,
@@ -30,7 +46,7 @@ TRACE_EVENT(mrpin_pin,
 		__field(unsigned long, start)
 		__field(size_t, length)
 		__field(u64, pinned_bytes)
-		__field(unsigned long, caller)
+		__array(char, caller, MRPIN_TRACE_CALLER)
 	),
 	TP_fast_assign(
 		__entry->id = id;
@@ -39,12 +55,11 @@ TRACE_EVENT(mrpin_pin,
 		__entry->start = start;
 		__entry->length = length;
 		__entry->pinned_bytes = pinned_bytes;
-		__entry->caller = caller;
+		mrpin_trace_caller(__entry->caller, caller);
 	),
-	TP_printk("id=%llu pid=%d dev=%s start=0x%lx length=%zu pinned_bytes=%llu caller=%ps",
+	TP_printk("id=%llu pid=%d dev=%s start=0x%lx length=%zu pinned_bytes=%llu caller=%s",
 		  __entry->id, __entry->pid, __get_str(dev), __entry->start,
-		  __entry->length, __entry->pinned_bytes,
-		  (void *)__entry->caller)
+		  __entry->length, __entry->pinned_bytes, __entry->caller)
 );
 
 TRACE_EVENT(mrpin_unpin,

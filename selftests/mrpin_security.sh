@@ -27,7 +27,7 @@ LIMITS=$MRPIN_LIMITS
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 NO_SYS_ADMIN=(setpriv --inh-caps=-all --bounding-set=-sys_admin)
 DEBUGFS=/sys/kernel/debug
-ktap_plan $((45 + $(find "$MRPIN_DIR" -mindepth 1 | wc -l)))
+ktap_plan $((52 + $(find "$MRPIN_DIR" -mindepth 1 | wc -l)))
 
 tmp=$(mktemp -d)
 # The kernel log from here on, for problems and mrpin's lines.
@@ -255,6 +255,115 @@ ktap_check "no_kernel_address_in_mrpin_log_lines" test -z "$found"
 for h in pinner sites stack; do
 	mrpin_release "$h"
 done
+
+# 5. Names their owners choose reach no terminal raw.  A program run by a
+# name holding control characters (its comm: ESC, BEL, TAB, a lone C1 byte
+# and a C1 control in UTF-8) registers in a cgroup whose name holds them
+# too, past that cgroup's limit, holds a pin there with call sites on, and
+# leaks at exit.  Every view, the events, mrpin's kernel log lines (read
+# raw, as the console prints them), its tracepoints and mrpinctl's text
+# show only printable ASCII, the names escaped as \ooo; the pin tracepoint
+# names its caller, never its address.
+hostile=$'p\e]0;x\a\t\x9b\xc2\x9by'
+hostile_esc='p\033]0;x\007\011\233\302\233y'
+cg_name=$'mrpin_sec\e[2J\t#x\x7f'
+cg_esc='/mrpin_sec\033[2J\011\043x\177'
+mkdir -p "$tmp/m"
+ln -s "$here/mrpin_pinner" "$tmp/$hostile"
+ln -s "$here/mrpin_mistakes" "$tmp/m/$hostile"
+cg_dir=/sys/fs/cgroup/$cg_name
+mkdir "$cg_dir"
+TRACE=/sys/kernel/tracing
+echo 1 >"$TRACE/events/mrpin/enable"
+: >"$TRACE/trace"
+printf 'cgroup %s max_pinned=64K\n' "$cg_esc" >"$LIMITS"
+sleep 5	# a new window of the log's rate limit (10 lines per 5 s)
+# in_cg PROGRAM ARGS...: PROGRAM run in the hostile cgroup.
+in_cg() {
+	echo "$BASHPID" >"$cg_dir/cgroup.procs" && exec "$@"
+}
+(in_cg "$tmp/$hostile" 1M </dev/null >"$tmp/hostile-denied" 2>&1)
+(in_cg "$tmp/m/$hostile" leak-exit 2 </dev/null >"$tmp/hostile-leak" 2>&1)
+mrpin_hold hostile bash -c "$(declare -f in_cg); in_cg \"\$@\"" _ \
+	"$tmp/$hostile" 8K
+echo 0 >"$TRACE/events/mrpin/enable"
+
+hostile_rows() {
+	local missing=
+
+	dd if="$MRPIN_DIR/events" iflag=nonblock status=none 2>/dev/null >"$tmp/events"
+	grep -qF " $hostile_esc " "$MRPIN_DIR/procs" || missing+=" procs"
+	grep -qF "$cg_esc " "$MRPIN_DIR/cgroups" || missing+=" cgroups"
+	cut -d' ' -f1 "$MRPIN_DIR/leaks" | grep -qxF "$hostile_esc" || missing+=" leaks"
+	grep -qF " $hostile_esc " "$MRPIN_DIR/callsites" || missing+=" callsites"
+	grep -F " $hostile_esc " "$tmp/events" | grep -qF " cgroup:$cg_esc " ||
+		missing+=" events"
+	[ -z "$missing" ] && return
+	ktap_diag "no hostile row in:$missing"
+	grep -h -m2 -F 'p\033' "$MRPIN_DIR/leaks" "$MRPIN_DIR/callsites" "$tmp/events" |
+		sed 's/^/# /'
+	return 1
+}
+ktap_check "hostile_names_show_escaped_in_procs_cgroups_leaks_callsites_events" \
+	hostile_rows
+# not_ascii: the lines of stdin with a byte outside printable ASCII.
+not_ascii() {
+	local l
+
+	l=$(LC_ALL=C grep -a -n '[^ -~]' | head -n 3)
+	[ -z "$l" ] || printf '%s' "$l" | od -c | head -n 4 | tr -s ' ' | tr '\n' ' '
+}
+found=
+for f in "$MRPIN_DIR"/*; do
+	if [ "$(basename "$f")" = events ]; then
+		dd if="$f" iflag=nonblock status=none 2>/dev/null >"$tmp/content"
+	else
+		cat "$f" >"$tmp/content"
+	fi
+	bad=$(not_ascii <"$tmp/content")
+	[ -z "$bad" ] || found+="$(basename "$f"): $bad; "
+done
+ktap_check "views_show_only_printable_ascii" test -z "$found"
+[ -z "$found" ] || ktap_diag "$found"
+# The kernel's log buffer as the console has it (syslog(2) READ_ALL):
+# /dev/kmsg and dmesg would escape it themselves.
+python3 -c '
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(1 << 22)
+n = libc.klogctl(3, buf, len(buf))
+sys.stdout.buffer.write(buf.raw[:max(n, 0)])' | LC_ALL=C grep -a 'mrpin: ' >"$tmp/rawlog"
+hostile_logged() {
+	grep -qF "($hostile_esc)" "$tmp/rawlog" &&
+		grep -qF "cgroup:$cg_esc max_pinned" "$tmp/rawlog"
+}
+ktap_check "kernel_log_has_the_hostile_names_escaped" hostile_logged
+bad=$(not_ascii <"$tmp/rawlog")
+ktap_check "kernel_log_lines_of_mrpin_are_printable_ascii" test -z "$bad"
+[ -z "$bad" ] || ktap_diag "log: $bad"
+grep -a ' mrpin_\(pin\|deny\): ' "$TRACE/trace" | sed 's/.* mrpin_/mrpin_/' >"$tmp/trace"
+pin_caller() {
+	grep -q 'char caller\[' "$TRACE/events/mrpin/mrpin_pin/format" &&
+		! grep -q 'long caller;' "$TRACE/events/mrpin/mrpin_pin/format" &&
+		grep -q '^mrpin_pin: .* caller=[A-Za-z_][A-Za-z0-9_.]*$' "$tmp/trace" &&
+		! grep -q '^mrpin_pin: .* caller=[^A-Za-z_]' "$tmp/trace"
+}
+ktap_check "pin_tracepoint_records_the_callers_name_not_its_address" pin_caller
+ktap_diag "$(grep -c '' "$tmp/trace") trace lines, e.g. $(grep -m1 '^mrpin_pin' "$tmp/trace")"
+traced_ok() {
+	grep -qF "scope=cgroup:$cg_esc " "$tmp/trace" && [ -z "$(not_ascii <"$tmp/trace")" ]
+}
+ktap_check "deny_tracepoint_shows_the_cgroup_escaped" traced_ok
+grep -a -m1 '^mrpin_deny' "$tmp/trace" | od -c | head -n 8 | sed 's/^/# /'
+found=
+for c in proc pin cgroup events; do
+	bad=$("$MRPIN_CTL" "$c" </dev/null 2>&1 | not_ascii)
+	[ -z "$bad" ] || found+="mrpinctl $c: $bad; "
+done
+ktap_check "mrpinctl_text_shows_only_printable_ascii" test -z "$found"
+[ -z "$found" ] || ktap_diag "$found"
+mrpin_release hostile
+rmdir "$cg_dir"
 cat "$tmp/found" >"$LIMITS"
 ktap_check "policy_found_is_restored" same_as "$tmp/found"
 ktap_check_kernel_log "kernel_log_has_no_new_problems"

@@ -443,13 +443,18 @@ int rule_check_cgroup(const struct rule *r, struct cfg_err *e)
 
 /* --- output: the module's grammar --- */
 
-/* A path with \ooo for white space, backslash and '#'. */
+/*
+ * A path as the module writes it: \ooo for every byte but printable
+ * ASCII, and for backslash and '#'.
+ */
 void escape_path(const char *path, char *buf, size_t len)
 {
 	size_t n = 0;
 
 	for (; *path && n + 5 < len; path++) {
-		if (strchr(" \t\n\\#", *path))
+		unsigned char c = (unsigned char)*path;
+
+		if (c <= ' ' || c >= 0x7f || c == '\\' || c == '#')
 			n += (size_t)sprintf(buf + n, "\\%03o",
 					     (unsigned char)*path);
 		else

@@ -135,6 +135,21 @@ static void test_unescape(void)
 	CHECK("split_words", ok);
 }
 
+/* A cgroup path written as the module writes it, and read back. */
+static void test_escape_path(void)
+{
+	const char *path = "/a b\t\033]0;x\a#\\\177\xc3\xa9\xc2\x9b/z";
+	char buf[256], back[256];
+	bool ok;
+
+	escape_path(path, buf, sizeof(buf));
+	snprintf(back, sizeof(back), "%s", buf);
+	unescape(back);
+	ok = str_is(buf, "/a\\040b\\011\\033]0;x\\007\\043\\134\\177\\303\\251\\302\\233/z") &&
+	     str_is(back, path);
+	CHECK("escape_path_leaves_only_printable_ascii", ok);
+}
+
 static char *json_of(void (*fn)(void), bool pretty)
 {
 	char *buf = NULL;
@@ -431,6 +446,7 @@ int main(void)
 	test_fmt_errno();
 	test_parse_args();
 	test_unescape();
+	test_escape_path();
 	test_json();
 	test_json_nesting();
 	test_json_misuse();
