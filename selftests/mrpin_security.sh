@@ -13,8 +13,10 @@
 # and the policy stays byte-for-byte the same.  No file, parameter or log line of mrpin's
 # shows a kernel address, with pins, a refusal, a stack warning, leaks and
 # call sites recorded: no 0xffff..., no 16-hex-digit word starting ffff,
-# no decimal in the kernel's half of the address space.  The modes and the
-# policy are put back as they were.
+# no decimal in the kernel's half of the address space.  A comm and a
+# cgroup name full of control characters reach no terminal raw: views,
+# events, the raw kernel log, the trace and mrpinctl's text are printable
+# ASCII.  The modes and the policy are put back as they were.
 . "$(dirname "$0")/lib.sh"
 
 require_root
