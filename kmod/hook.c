@@ -62,6 +62,14 @@
  * One ftrace_ops rather than one per function keeps the load to one text
  * update, and the window of unrecorded pins to that update.
  *
+ * The thunk sends a call to a wrapper only when the traced address is
+ * exactly that of a function it knows: any other (a driver's function on
+ * its way into or out of the filter) goes through untouched.  A wrapper
+ * has its function's prototype: for an exported function the build checks
+ * it (MRPIN_HOOK()); 7.x's __ib_umem_get_va() has no export and is found
+ * by name in ib_core alone (a kprobe looks it up), its prototype being
+ * that of ib_umem_get() before it, which ib_umem_get_desc() still passes.
+ *
  * Registrations the device refuses.  A driver can refuse a registration
  * with no pin failing (rxe, its MR table full, before it pins) or after a
  * pin that worked (mlx5, when it cannot make the key).  So each driver's
@@ -88,6 +96,7 @@
 #include <linux/ftrace.h>
 #include <linux/hash.h>
 #include <linux/kallsyms.h>
+#include <linux/kprobes.h>
 #include <linux/module.h>
 #include <linux/percpu-refcount.h>
 #include <linux/slab.h>
@@ -144,8 +153,8 @@ static struct mrpin_reg mrpin_regs[1 << MRPIN_REGS_BITS];
 /**
  * struct mrpin_hook - one redirected function
  * @name:	the function's name, for messages and to find it by
- * @target:	the function; 0: found by @name, and matched by any traced
- *		address the hooks before it do not match (so it comes last)
+ * @target:	the function; 0 until mrpin_hook_init() finds it by @name
+ *		(ib_core's, exactly: it has no export)
  * @wrapper:	where its callers are sent; same prototype as @target
  * @users:	the calls in @wrapper
  * @via:	its calls from this function are already in a wrapper
@@ -186,9 +195,11 @@ static const struct mrpin_hook mrpin_driver_hook = {
 	.users = &mrpin_hook_pinners,
 };
 
+/* An exported function: its prototype is the wrapper's, or no build. */
 #define MRPIN_HOOK(_target, _wrapper, _users, _via) {			\
 	.name = #_target,						\
-	.target = (unsigned long)(_target),				\
+	.target = (unsigned long)(_target) +				\
+		  BUILD_BUG_ON_ZERO(!__same_type(&(_target), &(_wrapper))), \
 	.wrapper = (unsigned long)(_wrapper),				\
 	.users = (_users),						\
 	.via = (_via),							\
@@ -221,7 +232,8 @@ static struct mrpin_text mrpin_pin_helpers[] = {
 static struct mrpin_text mrpin_pin_helpers[0];
 #endif
 
-static const struct mrpin_hook mrpin_hooks[] = {
+/* The targets, set once at load: the thunk reads them without a lock. */
+static struct mrpin_hook mrpin_hooks[] __ro_after_init = {
 	MRPIN_HOOK(ib_umem_release, mrpin_umem_release, &mrpin_hook_releasers,
 		   NULL),
 #if IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING)
@@ -263,23 +275,22 @@ static bool mrpin_is_driver_fn(unsigned long ip)
 }
 
 /*
- * The hook of the traced function at @ip: one of mrpin_hooks by address,
- * else a driver's, else the one found by name (it comes last).
+ * The hook of the traced function at @ip: one of mrpin_hooks or a driver's,
+ * by its exact address; NULL for any other (a driver's function on its way
+ * into or out of the filter): the call goes through untouched, never to a
+ * wrapper of another prototype.
  */
 static const struct mrpin_hook *mrpin_hook_of(unsigned long ip)
 {
 	const struct mrpin_hook *hook;
 
 	for (hook = mrpin_hooks; hook < mrpin_hooks + ARRAY_SIZE(mrpin_hooks);
-	     hook++) {
-		if (!hook->target)
-			break;
-		if (mrpin_ftrace_ip_is(ip, hook->target))
+	     hook++)
+		if (hook->target && mrpin_ftrace_ip_is(ip, hook->target))
 			return hook;
-	}
 	if (mrpin_is_driver_fn(ip))
 		return &mrpin_driver_hook;
-	return hook < mrpin_hooks + ARRAY_SIZE(mrpin_hooks) ? hook : NULL;
+	return NULL;
 }
 
 static void notrace mrpin_hook_thunk(unsigned long ip, unsigned long parent_ip,
@@ -606,14 +617,16 @@ bool mrpin_hook_driver_add(struct ib_device *ibdev)
 			dev_name(&ibdev->dev));
 		goto out;
 	}
+	/* Known before it is traced: the thunk matches exact addresses. */
+	free->devices = 1;
+	WRITE_ONCE(free->fn, fn);
 	ret = ftrace_set_filter_ip(&mrpin_hook_ops, fn, 0, 0);
 	if (ret) {
 		pr_warn("mrpin: %s: cannot watch %ps for refused registrations: %d\n",
 			dev_name(&ibdev->dev), (void *)fn, ret);
+		WRITE_ONCE(free->fn, 0);
 		goto out;
 	}
-	free->devices = 1;
-	WRITE_ONCE(free->fn, fn);
 	added = true;
 out:
 	mutex_unlock(&mrpin_drivers_lock);
@@ -635,7 +648,12 @@ void mrpin_hook_driver_remove(struct ib_device *ibdev)
 	for (d = mrpin_drivers; fn && d < mrpin_drivers + MRPIN_DRIVERS; d++) {
 		if (d->fn != fn || --d->devices)
 			continue;
-		/* Out of the filter first: the thunk may still look. */
+		/*
+		 * Out of the filter first.  A thunk still running for it
+		 * that misses it afterwards lets the call through, and one
+		 * that finds it sends it to the wrapper of its prototype:
+		 * neither needs a wait.
+		 */
 		if (!mrpin_drivers_off)
 			ftrace_set_filter_ip(&mrpin_hook_ops, fn, 1, 0);
 		WRITE_ONCE(d->fn, 0);
@@ -708,27 +726,48 @@ static int mrpin_text_sizes(struct mrpin_text *text, unsigned int n)
 	return 0;
 }
 
-/* Trace @hook's function: by address, or by name when it has no export. */
-static int mrpin_hook_filter(const struct mrpin_hook *hook)
+/*
+ * The address of ib_core's function @name, which has no export, or 0.
+ * kallsyms_lookup_name() has no export either; a kprobe looks the name up
+ * and is gone at once.  "ib_core:name" looks in ib_core alone, where it is
+ * a module: a function of that name elsewhere is never taken for it.
+ */
+static unsigned long mrpin_ib_core_fn(const char *name)
 {
-	char *name;
+	struct kprobe kp = { };
+	unsigned long addr = 0;
+	char *qualified;
+
+	qualified = kasprintf(GFP_KERNEL, "%s%s",
+			      IS_MODULE(CONFIG_INFINIBAND) ? "ib_core:" : "",
+			      name);
+	if (!qualified)
+		return 0;
+	kp.symbol_name = qualified;
+	if (!register_kprobe(&kp)) {
+		addr = (unsigned long)kp.addr;
+		unregister_kprobe(&kp);
+	}
+	kfree(qualified);
+	return addr;
+}
+
+/* Trace @hook's function, found first if it has no export. */
+static int mrpin_hook_filter(struct mrpin_hook *hook)
+{
 	int ret;
 
-	if (hook->target) {
-		ret = ftrace_set_filter_ip(&mrpin_hook_ops, hook->target, 0, 0);
-		if (ret)
-			pr_err("mrpin: cannot trace %s: %d\n", hook->name, ret);
-		return ret;
+	if (!hook->target) {
+		hook->target = mrpin_ib_core_fn(hook->name);
+		if (!hook->target) {
+			pr_err("mrpin: ib_core has no %s to trace (inlined or renamed?): mrpin would miss pins, so it does not load\n",
+			       hook->name);
+			return -ENOENT;
+		}
 	}
-	/* ftrace_set_filter() wants a buffer it may write to. */
-	name = kstrdup(hook->name, GFP_KERNEL);
-	if (!name)
-		return -ENOMEM;
-	ret = ftrace_set_filter(&mrpin_hook_ops, name, strlen(name), 0);
-	kfree(name);
+	ret = ftrace_set_filter_ip(&mrpin_hook_ops, hook->target, 0, 0);
 	if (ret)
-		pr_err("mrpin: ib_core has no %s to trace (inlined or renamed?): mrpin would miss pins, so it does not load\n",
-		       hook->name);
+		pr_err("mrpin: cannot trace %s: %d\n", hook->name, ret);
 	return ret;
 }
 
@@ -741,7 +780,7 @@ static int mrpin_hook_filter(const struct mrpin_hook *hook)
  */
 int mrpin_hook_init(void)
 {
-	const struct mrpin_hook *hook;
+	struct mrpin_hook *hook;
 	int ret;
 
 	BUILD_BUG_ON(!__same_type(&mrpin_reg_user_mr,
