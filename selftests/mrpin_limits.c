@@ -426,6 +426,38 @@ TEST_F(limits, rlimit_memlock_still_applies_under_a_generous_policy)
  * 6. A cgroup's limit holds the sum of its whole subtree, children and
  * grandchildren, and nothing outside it.
  */
+/*
+ * The `cgroups` row of @path: @pins pins, @bytes pinned in its subtree
+ * (pages of 4 KiB: each registration here is whole pages).
+ */
+static void __check_cgroup(struct __test_metadata *_metadata,
+			   const char *path, uint64_t pins, uint64_t bytes)
+{
+	struct mrpin_owner_row *rows;
+	int n, i, found = -1;
+
+	n = mrpin_read_cgroups(&rows);
+	ASSERT_LE(0, n);
+	for (i = 0; i < n; i++)
+		if (!strcmp(rows[i].cgroup, path))
+			found = i;
+	EXPECT_LE(0, found) {
+		TH_LOG("no `cgroups` row for %s", path);
+	}
+	if (found >= 0) {
+		EXPECT_EQ(pins, rows[found].pins) {
+			TH_LOG("%s", path);
+		}
+		EXPECT_EQ(bytes, rows[found].pinned_bytes) {
+			TH_LOG("%s", path);
+		}
+	}
+	if (n > 0)
+		free(rows);
+}
+#define check_cgroup(path, pins, bytes)	\
+	__check_cgroup(_metadata, path, pins, bytes)
+
 TEST_F(limits, cgroup_limit_holds_the_sum_of_its_descendants)
 {
 	struct limits_test *t = &self->t;
@@ -456,6 +488,17 @@ TEST_F(limits, cgroup_limit_holds_the_sum_of_its_descendants)
 	h_reg_err(ENOMEM, hd, PAGE, 0);
 	h_reg(out, 512 * KiB, 0);		/* the parent of p: no limit */
 	check_holder(hd->pid, 1, 256 * KiB, 1);
+	/*
+	 * Refused at /p, the page had been charged to /p/a/deep and /p/a
+	 * first, and to /p/b: each is back to what it holds, each parent
+	 * holds the sum of its children and its own, and the top the sum
+	 * of all.
+	 */
+	check_cgroup(CG_TOP "/p/a/deep", 1, 256 * KiB);
+	check_cgroup(CG_TOP "/p/a", 2, 768 * KiB);
+	check_cgroup(CG_TOP "/p/b", 1, 256 * KiB);
+	check_cgroup(CG_TOP "/p", 3, MiB);
+	check_cgroup(CG_TOP, 4, MiB + 512 * KiB);
 
 	read_events(&e);
 	EXPECT_EQ(2, mrpin_events_since(&e, from, 0, NULL, &ev));
