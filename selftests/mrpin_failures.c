@@ -19,6 +19,8 @@
 
 #include <fcntl.h>
 #include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/mman.h>
 
 FIXTURE(failure) {
@@ -276,6 +278,86 @@ TEST_F(failure, refusal_by_mrpin_is_not_a_failure)
 		    2 * PAGE, 2 * PAGE, 4 * KiB);
 	self->t.f.quiet = false;
 	munmap(buf, 2 * PAGE);
+}
+
+/*
+ * 6b. Over its RLIMIT_MEMLOCK, a process with CAP_IPC_LOCK (root) is not
+ * refused for it; when the pages then cannot be had, the failure is nomem,
+ * never memlock.  A child of the test's, in a memory cgroup of 16 MiB
+ * with no swap, unkillable by the OOM killer (oom_score_adj -1000), with
+ * RLIMIT_MEMLOCK of 64 KiB, registers 64 MiB it never touched: its memory
+ * cgroup cannot hold the pages the pin faults in, and ibv_reg_mr() fails
+ * with ENOMEM.  (Without CAP_IPC_LOCK, mrpin_limits checks memlock.)
+ */
+#define NOMEM_CG	CG_TOP "/nomem"
+#define NOMEM_BYTES	(64 * MiB)
+
+/* The child: 0, or the errno of the step that failed before the pin. */
+static int nomem_child(const char *dev)
+{
+	struct rlimit rl = { 64 * KiB, 64 * KiB };
+	struct ibv_context *ctx;
+	struct ibv_mr *mr;
+	struct ibv_pd *pd;
+	char pid[16];
+	void *buf;
+
+	/* The OOM report names the task: not "mrpin...". */
+	prctl(PR_SET_NAME, "nomem-child");
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (mrpin_write_file(MRPIN_CG_MNT NOMEM_CG "/cgroup.procs", pid) ||
+	    mrpin_write_file("/proc/self/oom_score_adj", "-1000") ||
+	    setrlimit(RLIMIT_MEMLOCK, &rl))
+		return errno ?: EIO;
+	ctx = mrpin_open_dev(dev);
+	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	if (!pd)
+		return errno ?: ENODEV;
+	buf = mmap(NULL, NOMEM_BYTES, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		return errno;
+	mr = ibv_reg_mr(pd, buf, NOMEM_BYTES, IBV_ACCESS_LOCAL_WRITE);
+	if (mr)
+		return EEXIST;	/* registered: nothing to explain */
+	return errno == ENOMEM ? 0 : errno;
+}
+
+TEST_F(failure, nomem_with_cap_ipc_lock_over_memlock_is_not_memlock)
+{
+	struct limits_test *t = &self->t;
+	struct mrpin_stats before;
+	uint64_t from;
+	int status;
+	pid_t pid;
+
+	need_cgroup2();
+	mkcg(t, CG_TOP);
+	mkcg(t, NOMEM_CG);
+	ASSERT_EQ(0, mrpin_write_file(MRPIN_CG_MNT "/cgroup.subtree_control",
+				      "+memory"));
+	ASSERT_EQ(0, mrpin_write_file(MRPIN_CG_MNT CG_TOP "/cgroup.subtree_control",
+				      "+memory"));
+	ASSERT_EQ(0, mrpin_write_file(MRPIN_CG_MNT NOMEM_CG "/memory.max",
+				      "16M"));
+	/* No swap in the test VM; where there is, none for this cgroup. */
+	mrpin_write_file(MRPIN_CG_MNT NOMEM_CG "/memory.swap.max", "0");
+	read_stats(&before);
+	from = next_seq();
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(nomem_child(mrpin_dev_name()));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status)) {
+		TH_LOG("the child ended by signal %d", WTERMSIG(status));
+	}
+	ASSERT_EQ(0, WEXITSTATUS(status)) {
+		TH_LOG("the child: %s", strerror(WEXITSTATUS(status)));
+	}
+	check_failure(from, pid, 0, "nomem", NOMEM_BYTES, MRPIN_ANY, 64 * KiB,
+		      ENOMEM);
+	check_counted(&before, "nomem");
 }
 
 /* 7. A failure fires mrpin:mrpin_fail with its cause and errno. */
