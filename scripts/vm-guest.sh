@@ -67,11 +67,15 @@ ip link set lo up
 if modprobe -n -q crc32_generic 2>/dev/null; then
 	modprobe crc32_generic || say "modprobe crc32_generic failed"
 fi
+# Without rxe0 every test would skip or fail for want of a device: the run
+# fails here, saying why.
 for m in rdma_rxe ib_uverbs rdma_ucm; do
-	modprobe "$m" || say "modprobe $m failed"
+	modprobe "$m" || { say "modprobe $m failed"; finish 125; }
 done
-ip link add d0 type dummy && ip link set d0 up
-rdma link add rxe0 type rxe netdev d0 || say "rdma link add rxe0 failed"
+ip link add d0 type dummy && ip link set d0 up ||
+	{ say "the dummy netdev d0 could not be made"; finish 125; }
+rdma link add rxe0 type rxe netdev d0 ||
+	{ say "rdma link add rxe0 failed"; finish 125; }
 
 if [ "$LOAD_MRPIN" = 1 ]; then
 	if ! insmod "$REPO/kmod/mrpin.ko"; then
@@ -94,11 +98,16 @@ else
 	rc=$?
 fi
 
+# Loaded at boot, mrpin must be loaded at the end: a test that unloads it
+# puts it back, and one that could not has failed, whatever it said.
 if [ "$LOAD_MRPIN" = 1 ] && grep -q '^mrpin ' /proc/modules; then
 	if ! rmmod mrpin; then
 		say "rmmod mrpin failed"
 		[ "$rc" = 0 ] && rc=125
 	fi
+elif [ "$LOAD_MRPIN" = 1 ]; then
+	say "mrpin was not loaded at the end: a test unloaded it and did not load it again"
+	[ "$rc" = 0 ] && rc=125
 fi
 if [ -w /sys/kernel/debug/kmemleak ]; then
 	echo scan >/sys/kernel/debug/kmemleak
