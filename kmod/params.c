@@ -30,18 +30,22 @@ struct mrpin_param {
 static int mrpin_param_set(const char *val, const struct kernel_param *kp)
 {
 	struct mrpin_param *param = kp->arg;
-	struct mrpin_limits lim;
 	char buf[sizeof(param->value)], *value;
+	/* The value as the log shows it: escaped, as every name mrpin logs. */
+	char shown[4 * sizeof(param->value) + 1];
+	struct mrpin_limits lim;
 	const char *why;
 
 	if (strscpy(buf, val, sizeof(buf)) < 0) {
-		pr_err("mrpin: %s=%.*s...: longer than %zu bytes\n", kp->name,
-		       (int)sizeof(buf) - 1, val, sizeof(buf) - 1);
+		pr_err("mrpin: %s=%s...: longer than %zu bytes\n", kp->name,
+		       mrpin_escape(shown, buf, sizeof(shown)),
+		       sizeof(buf) - 1);
 		return -EINVAL;
 	}
 	value = strim(buf);
 	if (mrpin_parse_key(&lim, param->key, value, &why)) {
-		pr_err("mrpin: %s=%s: %s\n", kp->name, value, why);
+		pr_err("mrpin: %s=%s: %s\n", kp->name,
+		       mrpin_escape(shown, value, sizeof(shown)), why);
 		return -EINVAL;
 	}
 	strscpy(param->value, value, sizeof(param->value));

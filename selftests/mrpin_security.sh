@@ -280,6 +280,8 @@ echo 1 >"$TRACE/events/mrpin/enable"
 : >"$TRACE/trace"
 printf 'cgroup %s max_pinned=64K\n' "$cg_esc" >"$LIMITS"
 sleep 5	# a new window of the log's rate limit (10 lines per 5 s)
+# Where this section's lines start in the kernel's log buffer.
+echo "mrpin_security: hostile names" >/dev/kmsg
 # in_cg PROGRAM ARGS...: PROGRAM run in the hostile cgroup.
 in_cg() {
 	echo "$BASHPID" >"$cg_dir/cgroup.procs" && exec "$@"
@@ -334,7 +336,9 @@ import ctypes, sys
 libc = ctypes.CDLL(None, use_errno=True)
 buf = ctypes.create_string_buffer(1 << 22)
 n = libc.klogctl(3, buf, len(buf))
-sys.stdout.buffer.write(buf.raw[:max(n, 0)])' | LC_ALL=C grep -a 'mrpin: ' >"$tmp/rawlog"
+log = buf.raw[:max(n, 0)]
+sys.stdout.buffer.write(log[log.rfind(b"mrpin_security: hostile names"):])' |
+	LC_ALL=C grep -a 'mrpin: ' >"$tmp/rawlog"
 hostile_logged() {
 	grep -qF "($hostile_esc)" "$tmp/rawlog" &&
 		grep -qF "cgroup:$cg_esc max_pinned" "$tmp/rawlog"
