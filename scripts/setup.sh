@@ -494,7 +494,7 @@ build)
 vm)
 	kver=$(resolve_kver)
 	need_pkgs qemu-system-x86 busybox-static kmod rdma-core ibverbs-providers \
-		ibverbs-utils libibverbs-dev iproute2 perftest curl
+		ibverbs-utils libibverbs-dev iproute2 perftest curl uidmap
 	if [ "$KFLAVOUR" = debug ]; then
 		debug_kernel >/dev/null
 	else
