@@ -39,6 +39,10 @@
 #   3. install-test, alone (in a copy too): it installs and purges .debs
 #      on this machine, whose root the VMs read.
 #
+# Each step's output ends with its skips, each with its reason; a test that
+# skips where selftests/skips does not allow it (a kernel where it is meant
+# to run) counts as one more failure of the step (scripts/skips.sh).
+#
 # Every step runs, whatever the one before did: the table shows them all.
 # The last line is "N passed, N failed, N skipped" over all the steps; the
 # exit status is 0 only when none failed.
@@ -109,7 +113,7 @@ copy_tree() {
 # run_step STEP DIR: the step's command in DIR, its output in DIR.log and
 # its result ("STEP N passed, N failed, N skipped SECONDS") in DIR.result.
 run_step() {
-	local name=$1 dir=$2 log=$2.log start rc result seconds
+	local name=$1 dir=$2 log=$2.log start rc result seconds f
 
 	start=$(date +%s)
 	# The copy is no git work tree: git must not find this one's above it.
@@ -127,6 +131,15 @@ run_step() {
 		result=${result/ 0 failed/ 1 failed}
 	fi
 	[[ "$result" == *skipped* ]] || result+=", 0 skipped"
+	# Every skip, with its reason; one where the test is meant to run
+	# (selftests/skips) is one more failure.
+	echo "check-all: $name: the skips" >>"$log"
+	if ! "$here/skips.sh" "$name" "$log" >"$dir.skips" 2>&1; then
+		f=${result#* passed, }
+		f=${f%% failed*}
+		result=${result/ $f failed/ $((f + 1)) failed}
+	fi
+	cat "$dir.skips" >>"$log"
 	echo "$name $result $seconds" >"$dir.result"
 }
 
