@@ -121,7 +121,9 @@ else
 fi
 ktap_check "4k_pages_named_for_the_nohugepage_buffer" has \
 	"[f['evidence']['pinned_bytes'] == 64 << 20 and f['evidence']['bytes_4k'] == 64 << 20 for f in d if f['kind'] == '4k-pages' and f['subject']['pid'] == $nohuge] == [True]"
-huge_2m=$(awk -v p="$huge" '$1 == p { print $12 }' "$MRPIN_DIR/procs")
+# The column by its name: a column added before it moved it once.
+huge_2m=$(awk -v p="$huge" 'NR == 1 { for (i = 2; i <= NF; i++) if ($i == "bytes_2m") c = i - 1 }
+	$1 == p && c { print $c }' "$MRPIN_DIR/procs")
 if [ "${huge_2m:-0}" -ge $((32 << 20)) ]; then
 	ktap_check "thp_backed_buffer_not_named" has \
 		"not any(f['subject'].get('pid') == $huge for f in d)"
