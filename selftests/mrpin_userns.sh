@@ -17,6 +17,8 @@
 require_root
 require_rxe
 require_built "$MRPIN_PINNER"
+[ -e /proc/self/ns/user ] ||
+	ktap_skip_all "this kernel has no user namespaces (CONFIG_USER_NS)"
 command -v newuidmap >/dev/null ||
 	ktap_skip_all "newuidmap (Debian's uidmap) is missing"
 unshare --help | grep -q -- --map-users ||
