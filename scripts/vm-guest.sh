@@ -72,7 +72,7 @@ fi
 for m in rdma_rxe ib_uverbs rdma_ucm; do
 	modprobe "$m" || { say "modprobe $m failed"; finish 125; }
 done
-ip link add d0 type dummy && ip link set d0 up ||
+{ ip link add d0 type dummy && ip link set d0 up; } ||
 	{ say "the dummy netdev d0 could not be made"; finish 125; }
 rdma link add rxe0 type rxe netdev d0 ||
 	{ say "rdma link add rxe0 failed"; finish 125; }
