@@ -23,13 +23,14 @@
  * wherever they go: the log line, the tracepoint's scope, the ring's text.
  *
  * Locking: mrpin_report_lock (spinlock) protects the escaped text of the
- * report being made (the log line and tracepoint read it under it); the
- * ring's lock nests in nothing of it.  mrpin_events_lock (spinlock)
- * protects the ring and mrpin_events_next; it is never held across a copy to user space.  Each
- * open file's reader state (the line being read, where in it) is its
- * reader->lock's (a mutex, as trace_pipe's iter->mutex): two threads
- * reading one descriptor take turns, never interleave within a line.  It
- * is dropped while a blocking read waits for an event.
+ * report being made (the log line and the tracepoint read it under it);
+ * the ring's lock is never taken inside it.  mrpin_events_lock (spinlock)
+ * protects the ring and mrpin_events_next; it is never held across a copy
+ * to user space.  Each open file's reader state (the line being read,
+ * where in it) is its reader->lock's (a mutex, as trace_pipe's
+ * iter->mutex): two threads reading one descriptor take turns, never
+ * interleave within a line.  It is dropped while a blocking read waits for
+ * an event.
  */
 #include <linux/cred.h>
 #include <linux/fs.h>
