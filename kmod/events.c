@@ -40,7 +40,6 @@
 #include <linux/resource.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
-#include <linux/string_helpers.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
@@ -221,25 +220,31 @@ static void mrpin_report_log(const struct mrpin_violation *v, pid_t pid,
 void mrpin_report(const struct mrpin_violation *v)
 {
 	const char *key = mrpin_event_key(v);
+	bool failed = mrpin_violation_failed(v), log, traced;
 	char scope[MRPIN_PATH_MAX + 8];
 	struct mrpin_event *e;
 	pid_t pid = task_tgid_nr(current);
 	u32 uid = from_kuid_munged(&init_user_ns, current_uid());
 
-	mrpin_scope_text(v, scope, sizeof(scope));
-	spin_lock(&mrpin_report_lock);
-	mrpin_escape(mrpin_report_text.scope, scope,
-		     sizeof(mrpin_report_text.scope));
-	if (!v->quiet && __ratelimit(&mrpin_report_rs))
-		mrpin_report_log(v, pid, uid, mrpin_report_text.scope);
-	if (mrpin_violation_failed(v))
+	/* The escaped text only for a log line or a traced denial. */
+	log = !v->quiet && __ratelimit(&mrpin_report_rs);
+	traced = !failed && trace_mrpin_deny_enabled();
+	if (log || traced) {
+		mrpin_scope_text(v, scope, sizeof(scope));
+		spin_lock(&mrpin_report_lock);
+		mrpin_escape(mrpin_report_text.scope, scope,
+			     sizeof(mrpin_report_text.scope));
+		if (log)
+			mrpin_report_log(v, pid, uid, mrpin_report_text.scope);
+		if (traced)
+			trace_mrpin_deny(pid, mrpin_event_action(v),
+					 mrpin_report_text.scope, key,
+					 v->asked, v->usage, v->limit);
+		spin_unlock(&mrpin_report_lock);
+	}
+	if (failed)
 		trace_mrpin_fail(pid, key, v->err, v->asked, v->usage,
 				 v->limit);
-	else
-		trace_mrpin_deny(pid, mrpin_event_action(v),
-				 mrpin_report_text.scope, key, v->asked,
-				 v->usage, v->limit);
-	spin_unlock(&mrpin_report_lock);
 
 	spin_lock(&mrpin_events_lock);
 	e = &mrpin_events[mrpin_events_next % MRPIN_EVENTS];
@@ -298,17 +303,12 @@ static int mrpin_events_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
-/* Append @s to r->buf, escaped as the views escape (mountinfo style). */
+/* Append @s to r->buf, escaped as the views escape (mrpin_escape()). */
 static void mrpin_events_put(struct mrpin_events_reader *r, const char *s)
 {
-	size_t room = sizeof(r->buf) - 1 - r->len;
-	int n;
-
 	lockdep_assert_held(&r->lock);
-	n = string_escape_str(s, r->buf + r->len, room, ESCAPE_OCTAL,
-			      mrpin_escape_set);
-	r->len += min_t(size_t, n, room);
-	r->buf[r->len] = '\0';
+	mrpin_escape(r->buf + r->len, s, sizeof(r->buf) - r->len);
+	r->len += strlen(r->buf + r->len);
 }
 
 /* Format the next line into r->buf; false when there is nothing new. */
