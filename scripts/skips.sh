@@ -28,8 +28,9 @@ table=$here/../selftests/skips
 step=$1 log=$2
 [ -r "$log" ] || { echo "skips.sh: cannot read $log" >&2; exit 2; }
 
-# The table: patterns, their steps and why, in the file's order.
-pats=() steps=() whys=()
+# The table: patterns and their steps, in the file's order (each line's
+# WHY is for its reader).
+pats=() steps=()
 n=0
 while IFS= read -r line; do
 	n=$((n + 1))
@@ -39,7 +40,7 @@ while IFS= read -r line; do
 		echo "skips.sh: $table:$n: expected NAME STEPS WHY" >&2
 		exit 2
 	fi
-	pats+=("$pat") steps+=("$st") whys+=("$why")
+	pats+=("$pat") steps+=("$st")
 done <"$table"
 
 # skips_of: "NAME<TAB>REASON" for each skip in the log, in order.
@@ -77,17 +78,14 @@ skips_of() {
 	}' "$log"
 }
 
-# allowed NAME: the index of the table's line that lets NAME skip on
-# $step; false if none.
+# allowed NAME: a line of the table lets NAME skip on $step.
 allowed() {
 	local i
 
 	for i in "${!pats[@]}"; do
 		# shellcheck disable=SC2053 # the pattern is a glob
 		[[ "$1" == ${pats[i]} ]] || continue
-		[[ ",${steps[i]}," == *",$step,"* || "${steps[i]}" == '*' ]] || continue
-		echo "$i"
-		return 0
+		[[ ",${steps[i]}," == *",$step,"* || "${steps[i]}" == '*' ]] && return 0
 	done
 	return 1
 }
@@ -96,7 +94,7 @@ bad=0 total=0
 while IFS=$'\t' read -r name reason; do
 	total=$((total + 1))
 	echo "skip $name: $reason"
-	if ! allowed "$name" >/dev/null; then
+	if ! allowed "$name"; then
 		echo "  not allowed on $step (selftests/skips): it is meant to run here"
 		bad=$((bad + 1))
 	fi
