@@ -433,22 +433,21 @@ TEST_F(limits, rlimit_memlock_still_applies_under_a_generous_policy)
 static void __check_cgroup(struct __test_metadata *_metadata,
 			   const char *path, uint64_t pins, uint64_t bytes)
 {
+	const struct mrpin_owner_row *row;
 	struct mrpin_owner_row *rows;
-	int n, i, found = -1;
+	int n;
 
 	n = mrpin_read_cgroups(&rows);
 	ASSERT_LE(0, n);
-	for (i = 0; i < n; i++)
-		if (!strcmp(rows[i].cgroup, path))
-			found = i;
-	EXPECT_LE(0, found) {
+	row = mrpin_find_cgroup(rows, n, path);
+	EXPECT_NE(NULL, row) {
 		TH_LOG("no `cgroups` row for %s", path);
 	}
-	if (found >= 0) {
-		EXPECT_EQ(pins, rows[found].pins) {
+	if (row) {
+		EXPECT_EQ(pins, row->pins) {
 			TH_LOG("%s", path);
 		}
-		EXPECT_EQ(bytes, rows[found].pinned_bytes) {
+		EXPECT_EQ(bytes, row->pinned_bytes) {
 			TH_LOG("%s", path);
 		}
 	}

@@ -457,6 +457,17 @@ mrpin_find_dev(const struct mrpin_dev_row *rows, int n, const char *name)
 	return NULL;
 }
 
+static inline const struct mrpin_owner_row *
+mrpin_find_cgroup(const struct mrpin_owner_row *rows, int n, const char *path)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(rows[i].cgroup, path))
+			return &rows[i];
+	return NULL;
+}
+
 /* The `pins` rows of process @pid, moved to the front; their number. */
 static inline int mrpin_pins_of(struct mrpin_pin_row *rows, int n, pid_t pid)
 {
