@@ -66,7 +66,7 @@
  * exactly that of a function it knows: any other (a driver's function on
  * its way into or out of the filter) goes through untouched.  A wrapper
  * has its function's prototype: for an exported function the build checks
- * it (MRPIN_HOOK()); 7.x's __ib_umem_get_va() has no export and is found
+ * it (mrpin_hook_init()); 7.x's __ib_umem_get_va() has no export and is found
  * by name in ib_core alone (a kprobe looks it up), its prototype being
  * that of ib_umem_get() before it, which ib_umem_get_desc() still passes.
  *
@@ -195,11 +195,10 @@ static const struct mrpin_hook mrpin_driver_hook = {
 	.users = &mrpin_hook_pinners,
 };
 
-/* An exported function: its prototype is the wrapper's, or no build. */
+/* An exported function (mrpin_hook_init() checks the prototypes). */
 #define MRPIN_HOOK(_target, _wrapper, _users, _via) {			\
 	.name = #_target,						\
-	.target = (unsigned long)(_target) +				\
-		  BUILD_BUG_ON_ZERO(!__same_type(&(_target), &(_wrapper))), \
+	.target = (unsigned long)(_target),				\
 	.wrapper = (unsigned long)(_wrapper),				\
 	.users = (_users),						\
 	.via = (_via),							\
@@ -783,8 +782,20 @@ int mrpin_hook_init(void)
 	struct mrpin_hook *hook;
 	int ret;
 
+	/* Each wrapper has its function's prototype, or no build. */
 	BUILD_BUG_ON(!__same_type(&mrpin_reg_user_mr,
 				  ((const struct ib_device_ops *)NULL)->reg_user_mr));
+	BUILD_BUG_ON(!__same_type(&ib_umem_release, &mrpin_umem_release));
+#if IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING)
+	BUILD_BUG_ON(!__same_type(&ib_umem_odp_get, &mrpin_umem_odp_get));
+	BUILD_BUG_ON(!__same_type(&ib_umem_odp_release,
+				  &mrpin_umem_odp_release));
+#endif
+#ifdef MRPIN_UMEM_DESC
+	BUILD_BUG_ON(!__same_type(&ib_umem_get_desc, &mrpin_umem_get_desc));
+#else
+	BUILD_BUG_ON(!__same_type(&ib_umem_get, &mrpin_umem_get_va));
+#endif
 	ret = mrpin_text_sizes(mrpin_pin_helpers,
 			       ARRAY_SIZE(mrpin_pin_helpers));
 	if (!ret)
