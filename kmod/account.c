@@ -33,10 +33,14 @@
  * mm with mmgrab() so that VmPin (mm->pinned_vm) can be read while it lives.
  * Cgroup records are keyed by cgroup id and hold their parent's record, so a
  * pin stays charged to the cgroup it was made in, even after its process
- * moved or the cgroup was removed.  A cgroup record keeps its subtree's
- * peak; a parked one that a cgroup rule names (policy.c) is not reaped
- * while the rule stands, so that a job's peak outlives the job and its
- * cgroup until the job's rule is deleted.
+ * moved or the cgroup was removed.  A record keeps the cgroup's path from
+ * the root of the hierarchy, taken when it is made: cgroup rules bind paths
+ * (policy.c), so that a cgroup removed and made again at the same path (a
+ * restarted service or container) is bound as the first one was.  A cgroup
+ * record keeps its subtree's peak; a parked one that a cgroup rule names
+ * is not reaped while the rule stands, so that a job's peak outlives the
+ * job and its cgroup until the job's rule is deleted, or until a newer
+ * record has the same path: a path keeps one record, its newest.
  *
  * Locking (mrpin.h, "Notes on locking"): mrpin_owners_lock (mutex) for
  * the owner hashes and lists, taken to create a record, to revive a
@@ -51,9 +55,11 @@
  */
 #include <linux/cgroup.h>
 #include <linux/hashtable.h>
+#include <linux/random.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/siphash.h>
 #include <linux/slab.h>
 
 #include "mrpin.h"
@@ -61,6 +67,12 @@
 static DEFINE_HASHTABLE(mrpin_procs_hash, MRPIN_OWNER_HASH_BITS);
 DEFINE_HASHTABLE(mrpin_users_hash, MRPIN_OWNER_HASH_BITS);
 DEFINE_HASHTABLE(mrpin_cgs_hash, MRPIN_OWNER_HASH_BITS);
+/*
+ * Cgroup records by path, under mrpin_owners_lock alone: a user who may
+ * name cgroups chooses the paths, hence a keyed hash.
+ */
+static DEFINE_HASHTABLE(mrpin_cgs_path_hash, MRPIN_OWNER_HASH_BITS);
+static siphash_key_t mrpin_cgs_path_key __ro_after_init;
 LIST_HEAD(mrpin_procs);
 static LIST_HEAD(mrpin_cgs);
 /* Protects the owner hashes, mrpin_procs and mrpin_cgs; see above. */
@@ -317,9 +329,20 @@ struct mrpin_user *mrpin_user_get(kuid_t uid)
 
 /* --- cgroups --- */
 
+static void mrpin_cg_free(struct mrpin_cg *cg)
+{
+	kfree(cg->path);
+	kmem_cache_free(mrpin_cg_cache, cg);
+}
+
 static void mrpin_cg_free_rcu(struct rcu_head *rcu)
 {
-	kmem_cache_free(mrpin_cg_cache, container_of(rcu, struct mrpin_cg, rcu));
+	mrpin_cg_free(container_of(rcu, struct mrpin_cg, rcu));
+}
+
+static u32 mrpin_cg_path_hash(const char *path)
+{
+	return siphash(path, strlen(path), &mrpin_cgs_path_key);
 }
 
 static struct mrpin_cg *mrpin_cg_find_rcu(u64 id)
@@ -340,6 +363,7 @@ static void mrpin_cg_del_locked(struct mrpin_cg *cg)
 	if (mrpin_cgs_cursor == &cg->node)
 		mrpin_cgs_cursor = cg->node.next;
 	hash_del_rcu(&cg->hnode);
+	hash_del(&cg->pnode);
 	list_del(&cg->node);
 	if (cg->parent)
 		atomic_dec(&cg->parent->ref);
@@ -352,8 +376,8 @@ static void mrpin_cg_del_locked(struct mrpin_cg *cg)
  * made, so that cgroup churn (a cgroup per job) cannot grow the table
  * without bound; freeing a record drops its parent's reference, which may
  * park the parent: a later round frees it.  A record that a cgroup rule
- * names stays, with its peak, until the rule is deleted: a later round
- * frees it then.
+ * names stays, with its peak, until the rule is deleted or a newer record
+ * has its path: a later round frees it then.
  */
 static void mrpin_cg_reap_locked(void)
 {
@@ -369,7 +393,8 @@ static void mrpin_cg_reap_locked(void)
 			pos = pos->next;
 		mrpin_cgs_cursor = pos->next;
 		cg = list_entry(pos, struct mrpin_cg, node);
-		if (atomic_read(&cg->ref) || mrpin_policy_names_cgroup(cg->id))
+		if (atomic_read(&cg->ref) ||
+		    (!cg->superseded && mrpin_policy_names_cgroup(cg->path)))
 			continue;
 		cgrp = cgroup_get_from_id(cg->id);
 		if (!IS_ERR(cgrp)) {
@@ -378,6 +403,44 @@ static void mrpin_cg_reap_locked(void)
 		}
 		mrpin_cg_del_locked(cg);
 	}
+}
+
+/*
+ * A new record of @c, its path taken into @buf (PATH_MAX bytes).  A path
+ * too long for PATH_MAX is kept cut: no rule names one that long.
+ */
+static struct mrpin_cg *mrpin_cg_alloc(struct cgroup *c, char *buf)
+{
+	struct mrpin_cg *cg;
+
+	cg = kmem_cache_zalloc(mrpin_cg_cache, GFP_KERNEL_ACCOUNT);
+	if (!cg)
+		return NULL;
+	if (cgroup_path(c, buf, PATH_MAX) < 0)
+		buf[0] = '\0';
+	cg->path = kstrdup(buf, GFP_KERNEL_ACCOUNT);
+	if (!cg->path) {
+		kmem_cache_free(mrpin_cg_cache, cg);
+		return NULL;
+	}
+	atomic_set(&cg->ref, 1);
+	cg->id = cgroup_id(c);
+	return cg;
+}
+
+/* Publish a new record; the older records of its path are superseded. */
+static void mrpin_cg_add_locked(struct mrpin_cg *cg)
+{
+	u32 key = mrpin_cg_path_hash(cg->path);
+	struct mrpin_cg *old;
+
+	lockdep_assert_held(&mrpin_owners_lock);
+	hash_for_each_possible(mrpin_cgs_path_hash, old, pnode, key)
+		if (!strcmp(old->path, cg->path))
+			WRITE_ONCE(old->superseded, true);
+	hash_add(mrpin_cgs_path_hash, &cg->pnode, key);
+	hash_add_rcu(mrpin_cgs_hash, &cg->hnode, cg->id);
+	list_add_tail(&cg->node, &mrpin_cgs);
 }
 
 /**
@@ -391,6 +454,7 @@ struct mrpin_cg *mrpin_cg_get(struct cgroup *cgrp)
 {
 	struct mrpin_cg *cg, *found = NULL, *leaf = NULL, *child = NULL;
 	struct cgroup *c;
+	char *buf;
 
 	rcu_read_lock();
 	cg = mrpin_cg_find_rcu(cgroup_id(cgrp));
@@ -399,6 +463,10 @@ struct mrpin_cg *mrpin_cg_get(struct cgroup *cgrp)
 	rcu_read_unlock();
 	if (cg)
 		return cg;
+
+	buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!buf)
+		return ERR_PTR(-ENOMEM);
 
 	/*
 	 * Create the missing records from the leaf up to the first existing
@@ -415,12 +483,9 @@ struct mrpin_cg *mrpin_cg_get(struct cgroup *cgrp)
 			atomic_inc(&found->ref);
 			cg = found;
 		} else {
-			cg = kmem_cache_alloc(mrpin_cg_cache, GFP_KERNEL);
+			cg = mrpin_cg_alloc(c, buf);
 			if (!cg)
 				goto nomem;
-			memset(cg, 0, sizeof(*cg));
-			atomic_set(&cg->ref, 1);
-			cg->id = cgroup_id(c);
 		}
 		if (child)
 			child->parent = cg;
@@ -432,18 +497,18 @@ struct mrpin_cg *mrpin_cg_get(struct cgroup *cgrp)
 	}
 	if (leaf != found)
 		mrpin_cg_reap_locked();
-	for (cg = leaf; cg && cg != found; cg = cg->parent) {
-		hash_add_rcu(mrpin_cgs_hash, &cg->hnode, cg->id);
-		list_add_tail(&cg->node, &mrpin_cgs);
-	}
+	for (cg = leaf; cg && cg != found; cg = cg->parent)
+		mrpin_cg_add_locked(cg);
 	mutex_unlock(&mrpin_owners_lock);
+	kfree(buf);
 	return leaf;
 
 nomem:
 	mutex_unlock(&mrpin_owners_lock);
+	kfree(buf);
 	while (leaf) {
 		child = leaf->parent;
-		kmem_cache_free(mrpin_cg_cache, leaf);
+		mrpin_cg_free(leaf);
 		leaf = child;
 	}
 	return ERR_PTR(-ENOMEM);
@@ -545,19 +610,19 @@ static void mrpin_counter_add(struct mrpin_counter *c, u64 bytes,
  * distinct bytes under count=distinct; the other is charged unchecked.  A
  * pin that adds nothing to what max_pinned counts (memory already pinned,
  * under count=distinct) never crosses it, even over a lowered limit.
- * Called under rcu_read_lock(), which keeps the policy the limits come
- * from.
+ * @path is the cgroup's path (cgroup scope), else NULL.  Called under
+ * rcu_read_lock(), which keeps the policy the limits come from.
  */
 static bool mrpin_level_try_charge(struct mrpin_counter *c,
-				   enum mrpin_scope scope, u64 id, u64 bytes,
-				   u64 distinct, struct mrpin_violation *v)
+				   enum mrpin_scope scope, u64 id,
+				   const char *path, u64 bytes, u64 distinct,
+				   struct mrpin_violation *v)
 {
 	const struct mrpin_limits *lim;
 	atomic64_t *counted, *other;
-	const char *path = NULL;
 	u64 asked, rest, usage;
 
-	lim = mrpin_policy_limits(scope, id, &path);
+	lim = mrpin_policy_limits(scope, id, path);
 	if (!lim) {
 		mrpin_counter_add(c, bytes, distinct);
 		return true;
@@ -667,21 +732,21 @@ int mrpin_try_charge(const struct mrpin_charge *c, u64 bytes, u64 distinct,
 	/* level: how many levels are charged, for the rollback. */
 	rcu_read_lock();
 	if (!mrpin_level_try_charge(&mrpin_stats.usage, MRPIN_SCOPE_GLOBAL, 0,
-				    bytes, distinct, &v))
+				    NULL, bytes, distinct, &v))
 		goto rollback;
 	level++;
 	if (!mrpin_level_try_charge(&proc->usage, MRPIN_SCOPE_PROCESS,
-				    proc->tgid, bytes, distinct, &v))
+				    proc->tgid, NULL, bytes, distinct, &v))
 		goto rollback;
 	level++;
 	if (!mrpin_level_try_charge(&c->user->usage, MRPIN_SCOPE_UID,
 				    from_kuid(&init_user_ns, c->user->uid),
-				    bytes, 0, &v))
+				    NULL, bytes, 0, &v))
 		goto rollback;
 	level++;
 	for (cg = c->cg; cg; cg = cg->parent) {
 		if (!mrpin_level_try_charge(&cg->usage, MRPIN_SCOPE_CGROUP,
-					    cg->id, bytes, 0, &v)) {
+					    cg->id, cg->path, bytes, 0, &v)) {
 			failed_cg = cg;
 			goto rollback;
 		}
@@ -867,32 +932,21 @@ int mrpin_account_init(void)
 					      sizeof(struct mrpin_user));
 	mrpin_cg_cache = mrpin_cache_create("mrpin_cgroup",
 					    sizeof(struct mrpin_cg));
+	get_random_bytes(&mrpin_cgs_path_key, sizeof(mrpin_cgs_path_key));
 	if (mrpin_proc_cache && mrpin_user_cache && mrpin_cg_cache)
 		return 0;
 	mrpin_account_destroy_caches();
 	return -ENOMEM;
 }
 
-/*
- * Report a cgroup record left with references at unload, with its path
- * (escaped, after the raw path, in the same buffer).
- */
+/* Report a cgroup record left with references at unload, with its path. */
 static void mrpin_cg_report_left(const struct mrpin_cg *cg)
 {
-	struct cgroup *cgrp = cgroup_get_from_id(cg->id);
-	char *path = kmalloc(5 * PATH_MAX, GFP_KERNEL);
+	char *path = kmalloc(4 * PATH_MAX, GFP_KERNEL);
 
-	if (!path || IS_ERR(cgrp) || cgroup_path(cgrp, path, PATH_MAX) < 0)
-		pr_err("mrpin: record of cgroup %llu left with %d references, %lld pins\n",
-		       cg->id, atomic_read(&cg->ref),
-		       atomic64_read(&cg->usage.pins));
-	else
-		pr_err("mrpin: record of cgroup %s left with %d references, %lld pins\n",
-		       mrpin_escape(path + PATH_MAX, path, 4 * PATH_MAX),
-		       atomic_read(&cg->ref),
-		       atomic64_read(&cg->usage.pins));
-	if (!IS_ERR(cgrp))
-		cgroup_put(cgrp);
+	pr_err("mrpin: record of cgroup %llu (%s) left with %d references, %lld pins\n",
+	       cg->id, path ? mrpin_escape(path, cg->path, 4 * PATH_MAX) : "?",
+	       atomic_read(&cg->ref), atomic64_read(&cg->usage.pins));
 	kfree(path);
 }
 

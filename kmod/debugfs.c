@@ -245,22 +245,23 @@ static int users_show(struct seq_file *m, void *v)
 DEFINE_SHOW_ATTRIBUTE(users);
 
 /*
- * One line of `cgroups`.  Under RCU or not: cgroup_get_from_id() and
- * cgroup_path() take spinlocks and references, never sleep (BPF's
- * bpf_cgroup_from_id() calls the former from programs that may not).
+ * One line of `cgroups`: the path rules bind (the record's), or "-" once
+ * the cgroup is gone.  Under RCU or not: cgroup_get_from_id() takes a
+ * spinlock and a reference, never sleeps (BPF's bpf_cgroup_from_id() calls
+ * it from programs that may not).
  */
-static void mrpin_cg_show(struct seq_file *m, struct mrpin_cg *cg, char *path,
-			  size_t path_len)
+static void mrpin_cg_show(struct seq_file *m, struct mrpin_cg *cg)
 {
 	struct cgroup *cgrp;
 
 	cgrp = cgroup_get_from_id(cg->id);
-	if (IS_ERR(cgrp) || cgroup_path(cgrp, path, path_len) < 0)
-		strscpy(path, "-", path_len);
-	if (!IS_ERR(cgrp))
-		cgroup_put(cgrp);
 	seq_printf(m, "%llu ", cg->id);
-	seq_escape(m, path, mrpin_escape_set);
+	if (IS_ERR(cgrp)) {
+		seq_putc(m, '-');
+	} else {
+		seq_escape(m, cg->path, mrpin_escape_set);
+		cgroup_put(cgrp);
+	}
 	seq_printf(m, " %lld %lld %lld\n", atomic64_read(&cg->usage.pins),
 		   atomic64_read(&cg->usage.pinned_bytes),
 		   atomic64_read(&cg->peak_pinned_bytes));
@@ -273,12 +274,8 @@ static void mrpin_cg_show(struct seq_file *m, struct mrpin_cg *cg, char *path,
 static int cgroups_show(struct seq_file *m, void *v)
 {
 	struct mrpin_cg *cg;
-	char *path;
 	int bkt;
 
-	path = kmalloc(PATH_MAX, GFP_KERNEL);
-	if (!path)
-		return -ENOMEM;
 	seq_puts(m, "# id cgroup pins pinned_bytes peak_pinned_bytes\n");
 	/*
 	 * As `procs`: under RCU, a reference on each record with pins while
@@ -286,25 +283,26 @@ static int cgroups_show(struct seq_file *m, void *v)
 	 * records leave it); a record with pins in its subtree has a pin or a
 	 * child, hence references.  A record without pins may be parked (no
 	 * reference to take from zero but under mrpin_owners_lock): one that
-	 * a rule names prints inside the RCU read section that found it,
-	 * which keeps it from being freed should the rule go meanwhile.
+	 * a rule keeps (its path named, no newer record of that path) prints
+	 * inside the RCU read section that found it, which keeps it from
+	 * being freed should the rule go meanwhile.
 	 */
 	rcu_read_lock();
 	hash_for_each_rcu(mrpin_cgs_hash, bkt, cg, hnode) {
 		if (!atomic64_read(&cg->usage.pins)) {
-			if (mrpin_policy_names_cgroup(cg->id))
-				mrpin_cg_show(m, cg, path, PATH_MAX);
+			if (!READ_ONCE(cg->superseded) &&
+			    mrpin_policy_names_cgroup(cg->path))
+				mrpin_cg_show(m, cg);
 			continue;
 		}
 		if (!atomic_inc_not_zero(&cg->ref))
 			continue;
 		rcu_read_unlock();
-		mrpin_cg_show(m, cg, path, PATH_MAX);
+		mrpin_cg_show(m, cg);
 		rcu_read_lock();
 		mrpin_cg_put(cg);
 	}
 	rcu_read_unlock();
-	kfree(path);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(cgroups);

@@ -25,10 +25,11 @@
  * order they nest in:
  *
  *   mrpin_owners_lock (mutex, account.c)
- *	the owner hashes (processes, users, cgroups), mrpin_procs, the list
- *	of cgroup records and the reaping cursors.  Taken to create a
- *	record, to take a reference on a parked one (its count going from
- *	zero: only under this lock), and to free one (reaping, unload).
+ *	the owner hashes (processes, users, cgroups by id and by path),
+ *	mrpin_procs, the list of cgroup records, their @superseded and
+ *	the reaping cursors.  Taken to create a record, to take a
+ *	reference on a parked one (its count going from zero: only under
+ *	this lock), and to free one (reaping, unload).
  *	Dropping a reference (mrpin_proc_put(), mrpin_cg_put()) is a bare
  *	atomic decrement: the last one parks the record, and only the
  *	reaper, under the lock, frees a parked record.  Lookups under RCU
@@ -246,11 +247,17 @@ struct mrpin_user {
 /**
  * struct mrpin_cg - the pins made in one cgroup (v2) and its descendants
  * @hnode:	in the owner hash, keyed by @id
+ * @pnode:	in account.c's hash of records by @path
  * @node:	on account.c's list of cgroup records, under mrpin_owners_lock
  * @ref:	one per live pin made in this very cgroup, one per child record;
  *		zero: parked, kept for the next pin (see mrpin_cg_put()).  An
  *		atomic_t, not a refcount_t: zero is a normal state here
  * @id:		the cgroup's id (cgroup_id()); outlives the cgroup itself
+ * @path:	the cgroup's path from the root of the hierarchy when the
+ *		record was made: what cgroup rules bind (policy.c)
+ * @superseded:	a newer record has the same @path (the cgroup was removed
+ *		and made again): a rule no longer keeps this one; under
+ *		mrpin_owners_lock
  * @parent:	the parent cgroup's record, with a reference; NULL at the root
  * @usage:	live pins and bytes of the subtree
  * @peak_pinned_bytes: the highest pinned bytes of the subtree since the
@@ -259,14 +266,18 @@ struct mrpin_user {
  *
  * A pin charges its cgroup's record and every ancestor's, and stays charged
  * there even if its process moves or the cgroup is removed.  A parked
- * record whose cgroup a cgroup rule names is kept, peak and all, while the
- * rule stands, even after the cgroup is removed (mrpin_cg_reap_locked()).
+ * record whose path a cgroup rule names is kept, peak and all, while the
+ * rule stands, even after the cgroup is removed, until a cgroup made again
+ * at that path has a record (mrpin_cg_reap_locked()).
  */
 struct mrpin_cg {
 	struct hlist_node hnode;
+	struct hlist_node pnode;
 	struct list_head node;
 	atomic_t ref;
 	u64 id;
+	const char *path;
+	bool superseded;
 	struct mrpin_cg *parent;
 	struct mrpin_counter usage;
 	atomic64_t peak_pinned_bytes;
@@ -634,11 +645,9 @@ enum mrpin_line_op {
  * struct mrpin_line - one line of the `limits` grammar, as read
  * @op:		what it does
  * @scope:	the rule it is about (set, delete)
- * @id:		the uid (initial namespace) or the cgroup's id
- * @path:	a cgroup rule's path, unescaped, in the line's own buffer;
- *		"" otherwise
- * @gone:	a cgroup rule to delete whose path names no cgroup (@id 0):
- *		the rule is found by @path
+ * @id:		the uid (initial namespace); 0 for a cgroup rule
+ * @path:	a cgroup rule's path from the root of the hierarchy,
+ *		unescaped, in the line's own buffer; "" otherwise
  * @set:	the keys it names (bits of enum mrpin_key)
  * @lim:	their values (the other fields mean nothing)
  */
@@ -647,7 +656,6 @@ struct mrpin_line {
 	enum mrpin_scope scope;
 	u64 id;
 	const char *path;
-	bool gone;
 	unsigned long set;
 	struct mrpin_limits lim;
 };
@@ -669,9 +677,9 @@ void mrpin_params_defaults(struct mrpin_limits *global,
 int mrpin_policy_init(void);
 void mrpin_policy_exit(void);
 const struct mrpin_limits *mrpin_policy_limits(enum mrpin_scope scope, u64 id,
-					       const char **path);
+					       const char *path);
 const struct mrpin_limits *mrpin_policy_global(void);
-bool mrpin_policy_names_cgroup(u64 id);
+bool mrpin_policy_names_cgroup(const char *path);
 int mrpin_policy_write(char *buf, bool commit, unsigned int *lineno,
 		       const char **why);
 int mrpin_policy_show(struct seq_file *m);

@@ -12,14 +12,21 @@
  * with the subtree's peak, even once the cgroup is removed: what a job's
  * epilog reads before it deletes the job's rule.
  *
+ * A cgroup rule binds a path, not a cgroup: whatever cgroup is at that path
+ * from the root of the hierarchy, as `limits` shows it.  A service or
+ * container restarted in a new cgroup at the same path is bound as the old
+ * one was; a rule outlives its cgroup and binds the next one made there.
+ * The path is that of the initial cgroup namespace: a line written from
+ * another one, whose paths are relative to its own root, is refused
+ * (policy_parse.c).  account.c takes each cgroup's path when it first sees
+ * a pin in it; a cgroup renamed afterwards keeps its old path for mrpin.
+ *
  * Storage.  The policy is one immutable snapshot, struct mrpin_policy,
  * published with RCU: the pin path reads it under rcu_read_lock() without
  * any lock, and a transaction on `limits` builds a complete new snapshot
  * from a copy of the current one and swaps it in: every line takes effect,
  * or (on the first error) none.  uid and cgroup rules sit in one array
- * sorted by (scope, id), searched by halves; a cgroup rule is keyed by the
- * cgroup's id, resolved from its path when the rule is written, and keeps
- * that path: the one way to name it for a delete once its cgroup is gone.
+ * sorted by (scope, uid, path), searched by halves.
  *
  * Changes come as the lines written through one open file of `limits`
  * (ctl.c), checked as they come and applied at its close, read by
@@ -42,8 +49,8 @@
 /**
  * struct mrpin_rule - a uid or cgroup rule
  * @scope:	MRPIN_SCOPE_UID or MRPIN_SCOPE_CGROUP
- * @id:		the uid (initial namespace) or the cgroup id
- * @path:	cgroup rules: the path as written
+ * @id:		the uid (initial namespace); 0 for a cgroup rule
+ * @path:	cgroup rules: the path from the root; "" for a uid rule
  * @lim:	the limits
  */
 struct mrpin_rule {
@@ -58,7 +65,7 @@ struct mrpin_rule {
  * @global:	the machine's limits
  * @process:	every process's limits
  * @nr_rules:	entries in @rules
- * @rules:	uid and cgroup rules, sorted by (scope, id)
+ * @rules:	uid and cgroup rules, sorted by (scope, id, path)
  * @rcu:	frees the snapshot after the last reader
  */
 struct mrpin_policy {
@@ -75,37 +82,38 @@ static DEFINE_MUTEX(mrpin_policy_lock);
 
 /* --- snapshots --- */
 
-/* Rules sort by (scope, id). */
+/* Rules sort by (scope, id, path): uid rules by uid, cgroup rules by path. */
 static int mrpin_rule_key_cmp(const struct mrpin_rule *rule,
-			      enum mrpin_scope scope, u64 id)
+			      enum mrpin_scope scope, u64 id, const char *path)
 {
 	if (rule->scope != scope)
 		return rule->scope < scope ? -1 : 1;
 	if (rule->id != id)
 		return rule->id < id ? -1 : 1;
-	return 0;
+	return strcmp(rule->path, path);
 }
 
 static int mrpin_rule_cmp(const void *a, const void *b)
 {
 	const struct mrpin_rule *y = b;
 
-	return mrpin_rule_key_cmp(a, y->scope, y->id);
+	return mrpin_rule_key_cmp(a, y->scope, y->id, y->path);
 }
 
 /*
- * A binary search by (scope, id), with no struct mrpin_rule for a key: the
- * pin path calls it, and a rule is over 300 bytes.
+ * A binary search by (scope, id, path), with no struct mrpin_rule for a
+ * key: the pin path calls it, and a rule is over 300 bytes.
  */
 static struct mrpin_rule *mrpin_rule_find(const struct mrpin_policy *policy,
-					  enum mrpin_scope scope, u64 id)
+					  enum mrpin_scope scope, u64 id,
+					  const char *path)
 {
 	unsigned int lo = 0, hi = policy->nr_rules, mid;
 	int cmp;
 
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		cmp = mrpin_rule_key_cmp(&policy->rules[mid], scope, id);
+		cmp = mrpin_rule_key_cmp(&policy->rules[mid], scope, id, path);
 		if (!cmp)
 			return &policy->rules[mid];
 		if (cmp < 0)
@@ -113,23 +121,6 @@ static struct mrpin_rule *mrpin_rule_find(const struct mrpin_policy *policy,
 		else
 			hi = mid;
 	}
-	return NULL;
-}
-
-/*
- * The cgroup rule written with @path (unescaped), for a delete whose cgroup
- * is gone: a linear search, on a write only.  A path may have named several
- * cgroups in turn (removed and made again): the first such rule.
- */
-static struct mrpin_rule *
-mrpin_rule_find_path(const struct mrpin_policy *policy, const char *path)
-{
-	unsigned int i;
-
-	for (i = 0; i < policy->nr_rules; i++)
-		if (policy->rules[i].scope == MRPIN_SCOPE_CGROUP &&
-		    !strcmp(policy->rules[i].path, path))
-			return &policy->rules[i];
 	return NULL;
 }
 
@@ -182,14 +173,14 @@ const struct mrpin_limits *mrpin_policy_global(void)
 /**
  * mrpin_policy_limits() - the limits of a scope in the current policy
  * @scope: the scope
- * @id: the uid or cgroup id (ignored for global and process)
- * @path: set to the cgroup rule's path (cgroup scope)
+ * @id: the uid (ignored for the other scopes)
+ * @path: the cgroup's path from the root (cgroup scope; else ignored)
  *
  * Context: under rcu_read_lock(), which keeps the returned limits.
  * Return: the limits, or NULL when no rule applies.
  */
 const struct mrpin_limits *mrpin_policy_limits(enum mrpin_scope scope, u64 id,
-					       const char **path)
+					       const char *path)
 {
 	struct mrpin_policy *policy = rcu_dereference(mrpin_policy);
 	struct mrpin_rule *rule;
@@ -199,34 +190,33 @@ const struct mrpin_limits *mrpin_policy_limits(enum mrpin_scope scope, u64 id,
 		return &policy->global;
 	case MRPIN_SCOPE_PROCESS:
 		return &policy->process;
+	case MRPIN_SCOPE_UID:
+		rule = mrpin_rule_find(policy, scope, id, "");
+		break;
 	default:
-		rule = mrpin_rule_find(policy, scope, id);
-		if (!rule)
-			return NULL;
-		*path = rule->path;
-		return &rule->lim;
+		rule = mrpin_rule_find(policy, scope, 0, path);
+		break;
 	}
+	return rule ? &rule->lim : NULL;
 }
 
 /**
- * mrpin_policy_names_cgroup() - whether a cgroup rule names a cgroup
- * @id: the cgroup's id
+ * mrpin_policy_names_cgroup() - whether a cgroup rule names a path
+ * @path: a cgroup's path from the root
  *
  * What account.c's reaper asks before it frees the record of a removed
  * cgroup, and the `cgroups` view before it lists a record without pins.
- * A rule is written only for a cgroup that exists (its path is resolved
- * to its id then), so no rule comes for a cgroup already gone.
  *
  * Context: any context; takes rcu_read_lock() itself.
- * Return: true when the current policy has a rule `cgroup` for @id.
+ * Return: true when the current policy has a rule `cgroup @path`.
  */
-bool mrpin_policy_names_cgroup(u64 id)
+bool mrpin_policy_names_cgroup(const char *path)
 {
 	bool named;
 
 	rcu_read_lock();
 	named = mrpin_rule_find(rcu_dereference(mrpin_policy),
-				MRPIN_SCOPE_CGROUP, id);
+				MRPIN_SCOPE_CGROUP, 0, path);
 	rcu_read_unlock();
 	return named;
 }
@@ -261,8 +251,7 @@ static int mrpin_policy_apply_line(struct mrpin_policy *policy, char *text,
 		return 0;
 	}
 
-	rule = l.gone ? mrpin_rule_find_path(policy, l.path) :
-			mrpin_rule_find(policy, l.scope, l.id);
+	rule = mrpin_rule_find(policy, l.scope, l.id, l.path);
 	if (l.op == MRPIN_LINE_DELETE) {
 		if (!rule) {
 			*why = "no such rule to delete";
@@ -287,7 +276,7 @@ static int mrpin_policy_apply_line(struct mrpin_policy *policy, char *text,
 		/* Keep the array sorted for mrpin_rule_find(). */
 		sort(policy->rules, policy->nr_rules, sizeof(*rule),
 		     mrpin_rule_cmp, NULL);
-		rule = mrpin_rule_find(policy, l.scope, l.id);
+		rule = mrpin_rule_find(policy, l.scope, l.id, l.path);
 	}
 	mrpin_limits_merge(&rule->lim, &l);
 	return 0;
@@ -353,13 +342,6 @@ out_unlock:
 
 /* --- reading it back --- */
 
-static int mrpin_rule_path_cmp(const void *a, const void *b)
-{
-	const struct mrpin_rule *const *x = a, *const *y = b;
-
-	return strcmp((*x)->path, (*y)->path);
-}
-
 /**
  * mrpin_policy_show() - the whole policy, in the grammar
  * @m: the seq_file
@@ -368,48 +350,36 @@ static int mrpin_rule_path_cmp(const void *a, const void *b)
  * policy; cgroup rules sorted by path.
  *
  * Context: process context, may sleep.
- * Return: 0 or -ENOMEM.
+ * Return: 0.
  */
 int mrpin_policy_show(struct seq_file *m)
 {
-	const struct mrpin_rule **cgs;
 	struct mrpin_policy *policy;
-	unsigned int i, nr_cgs = 0;
+	unsigned int i;
 
 	mutex_lock(&mrpin_policy_lock);
 	policy = rcu_dereference_protected(mrpin_policy,
 					   lockdep_is_held(&mrpin_policy_lock));
-	cgs = kvcalloc(max(policy->nr_rules, 1U), sizeof(*cgs), GFP_KERNEL);
-	if (!cgs) {
-		mutex_unlock(&mrpin_policy_lock);
-		return -ENOMEM;
-	}
 	seq_puts(m, "# mrpin limits: write this back to restore this policy\n");
 	seq_puts(m, "reset\nglobal");
 	mrpin_print_limits(m, &policy->global, MRPIN_SCOPE_GLOBAL);
 	seq_puts(m, "\nprocess");
 	mrpin_print_limits(m, &policy->process, MRPIN_SCOPE_PROCESS);
 	seq_putc(m, '\n');
+	/* In the array's order: uid rules by uid, then cgroup rules by path. */
 	for (i = 0; i < policy->nr_rules; i++) {
 		const struct mrpin_rule *rule = &policy->rules[i];
 
 		if (rule->scope == MRPIN_SCOPE_CGROUP) {
-			cgs[nr_cgs++] = rule;
-			continue;
+			seq_puts(m, "cgroup ");
+			seq_escape(m, rule->path, mrpin_escape_set);
+		} else {
+			seq_printf(m, "uid %llu", rule->id);
 		}
-		seq_printf(m, "uid %llu", rule->id);
-		mrpin_print_limits(m, &rule->lim, MRPIN_SCOPE_UID);
-		seq_putc(m, '\n');
-	}
-	sort(cgs, nr_cgs, sizeof(*cgs), mrpin_rule_path_cmp, NULL);
-	for (i = 0; i < nr_cgs; i++) {
-		seq_puts(m, "cgroup ");
-		seq_escape(m, cgs[i]->path, mrpin_escape_set);
-		mrpin_print_limits(m, &cgs[i]->lim, MRPIN_SCOPE_CGROUP);
+		mrpin_print_limits(m, &rule->lim, rule->scope);
 		seq_putc(m, '\n');
 	}
 	mutex_unlock(&mrpin_policy_lock);
-	kvfree(cgs);
 	return 0;
 }
 

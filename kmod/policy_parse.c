@@ -23,9 +23,9 @@
  * `limits` prints the whole policy in this grammar, starting with `reset`,
  * so that writing it back restores exactly that policy.
  *
- * A cgroup rule names its cgroup by path, resolved to the cgroup's id
- * when the line is read: a rule is about a cgroup that exists, but for a
- * delete, which also finds by its path a rule that outlived its cgroup.
+ * A cgroup rule names a path from the root of the cgroup v2 hierarchy,
+ * and binds whatever cgroup is there (policy.c); a new rule needs a cgroup
+ * at its path when it is written.
  *
  * A line is read into a struct mrpin_line: what it does (reset, set keys,
  * delete), the rule it is about, and the keys it names with their values;
@@ -295,31 +295,52 @@ static int mrpin_parse_uid(const char *tok, u64 *id)
 	return 0;
 }
 
+/* Runs of '/' made one, no '/' at the end: as cgroup_path() writes paths. */
+static void mrpin_path_tidy(char *path)
+{
+	char *in, *out = path;
+
+	for (in = path; *in; in++)
+		if (*in != '/' || out == path || out[-1] != '/')
+			*out++ = *in;
+	if (out > path + 1 && out[-1] == '/')
+		out--;
+	*out = '\0';
+}
+
 /*
- * The cgroup path @tok, unescaped in place (an escape is never shorter than
- * what it stands for); it must fit a rule's path.  A cgroup that does not
- * exist is an error, but for a delete (@del), whose rule may have outlived
- * its cgroup: then *@gone is set, and the rule is found by its path.
+ * The cgroup path @tok, unescaped and tidied in place; it must fit a
+ * rule's path.  Paths are from the root of the hierarchy, and the kernel
+ * resolves them from the writer's cgroup namespace (cgroup_get_from_path()):
+ * a writer whose namespace has another root is refused.  A new rule needs
+ * a cgroup at its path (a typo is an error, not a rule that binds
+ * nothing); a delete (@del) names a rule, whose cgroup may be gone.
  */
-static int mrpin_parse_cgroup(char *tok, bool del, u64 *id, bool *gone,
-			      const char **why)
+static int mrpin_parse_cgroup(char *tok, bool del, const char **why)
 {
 	struct cgroup *cgrp;
+	bool root;
 
 	if (mrpin_unescape(tok, tok, MRPIN_PATH_MAX) || tok[0] != '/') {
 		*why = "expected a cgroup path starting with /";
 		return -EINVAL;
 	}
-	cgrp = cgroup_get_from_path(tok);
-	if (IS_ERR(cgrp) && del) {
-		*gone = true;
-		return 0;
+	mrpin_path_tidy(tok);
+	cgrp = cgroup_get_from_path("/");
+	root = !IS_ERR(cgrp) && !cgroup_parent(cgrp);
+	if (!IS_ERR(cgrp))
+		cgroup_put(cgrp);
+	if (!root) {
+		*why = "cgroup rules are written from the initial cgroup namespace";
+		return -EINVAL;
 	}
+	if (del)
+		return 0;
+	cgrp = cgroup_get_from_path(tok);
 	if (IS_ERR(cgrp)) {
 		*why = "no such cgroup";
 		return -EINVAL;
 	}
-	*id = cgroup_id(cgrp);
 	cgroup_put(cgrp);
 	return 0;
 }
@@ -448,8 +469,7 @@ int mrpin_parse_line(char *line, struct mrpin_line *l, const char **why)
 			return -EINVAL;
 		}
 	} else if (mrpin_parse_cgroup(toks[1], n > 2 &&
-				      !strcmp(toks[2], "delete"), &l->id,
-				      &l->gone, why)) {
+				      !strcmp(toks[2], "delete"), why)) {
 		return -EINVAL;
 	}
 	l->path = scope == MRPIN_SCOPE_CGROUP ? toks[1] : "";

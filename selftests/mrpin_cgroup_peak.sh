@@ -6,7 +6,11 @@
 # subtree held at once, not the sum of every pin) after its last pin, through
 # rounds of reaping, and after the cgroup is removed ("-"); `mrpinctl cgroup
 # show` gives the same row, by path and by id; the rule, deleted by path
-# once its cgroup is gone, lets the row go.  Real registrations
+# once its cgroup is gone, lets the row go.  A rule binds its path: a cgroup
+# removed and made again there (a restarted service) is bound as the first
+# one was, and its record replaces the old one's row; a rule written from
+# another cgroup namespace, whose paths are not from the root, is refused
+# and changes nothing.  Real registrations
 # (mrpin_pinner on rxe0) in a cgroup made here and in a child of it; every
 # expectation comes from the sizes chosen here.
 . "$(dirname "$0")/lib.sh"
@@ -20,13 +24,15 @@ command -v python3 >/dev/null || ktap_skip_all "python3 is missing"
 CGROOT=/sys/fs/cgroup
 [ -e "$CGROOT/cgroup.procs" ] && [ -e "$CGROOT/cgroup.controllers" ] ||
 	ktap_skip_all "no cgroup v2 hierarchy at $CGROOT"
-ktap_plan 17
+ktap_plan 27
 
 tmp=$(mktemp -d)
 kernel_log_mark
 CG=/mrpin_peak
 SUB=$CG/sub
 CHURN=/mrpin_peak_churn
+AGAIN=/mrpin_peak_again
+NS=/mrpin_peak_ns
 
 # The sizes of the three registrations, whole pages: A and B are held
 # together, then B and C (C < A): the peak is A + B, below A + B + C.
@@ -44,7 +50,9 @@ cleanup() {
 			mrpin_release "$name" 2>/dev/null
 	done
 	"$CTL" limit delete cgroup "$CG" >/dev/null 2>&1
-	rmdir "$CGROOT$CHURN" "$CGROOT$SUB" "$CGROOT$CG" 2>/dev/null
+	"$CTL" limit delete cgroup "$AGAIN" >/dev/null 2>&1
+	rmdir "$CGROOT$CHURN" "$CGROOT$SUB" "$CGROOT$CG" "$CGROOT$AGAIN" \
+		"$CGROOT$NS$NS" "$CGROOT$NS" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -113,7 +121,8 @@ rmdir_retry() {
 	rmdir "$1"
 }
 
-rmdir "$CGROOT$CHURN" "$CGROOT$SUB" "$CGROOT$CG" 2>/dev/null
+rmdir "$CGROOT$CHURN" "$CGROOT$SUB" "$CGROOT$CG" "$CGROOT$AGAIN" \
+	"$CGROOT$NS$NS" "$CGROOT$NS" 2>/dev/null
 mkdir -p "$CGROOT$SUB"
 cg_id=$(stat -c %i "$CGROOT$CG")
 "$CTL" limit set cgroup "$CG" max_pinned=1G >"$tmp/out" 2>&1
@@ -169,6 +178,56 @@ ktap_check "rule_deleted_the_row_is_not_listed" unlisted "$cg_id"
 ktap_check "mrpinctl_cgroup_show_id_then_fails" \
 	ctl_fails "no cgroup with id $cg_id" cgroup show "$cg_id"
 churn 4 || ktap_diag "churn: a registration in $CHURN failed"
+
+# pin_in CGROUP BYTES: one registration of BYTES made and released in
+# CGROUP; its status.
+pin_in() {
+	bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" "$3" </dev/null' \
+		_ "$CGROOT$1" "$MRPIN_PINNER" "$2" >"$tmp/pin.out" 2>&1
+}
+
+# rules_for PATH: how many `limits` lines are cgroup rules of PATH.
+rules_for() {
+	awk -v cg="$1" '$1 == "cgroup" && $2 == cg' "$MRPIN_LIMITS" | wc -l
+}
+
+# A rule of two pages on a path; its cgroup removed and made again.
+mkdir "$CGROOT$AGAIN"
+"$CTL" limit set cgroup "$AGAIN" max_pinned=$((2 * page)) >"$tmp/out" 2>&1 ||
+	ktap_diag "limit set: $(cat "$tmp/out")"
+pin_in "$AGAIN" "$page" || ktap_diag "first cgroup: $(cat "$tmp/pin.out")"
+old_id=$(stat -c %i "$CGROOT$AGAIN")
+ktap_check "the_first_cgroup_at_the_path_has_its_row" row_is "$old_id" "0 0 $page"
+rmdir_retry "$CGROOT$AGAIN" && mkdir "$CGROOT$AGAIN"
+new_id=$(stat -c %i "$CGROOT$AGAIN")
+ktap_check "a_cgroup_made_again_at_the_path_is_bound_by_its_rule" \
+	eval '! pin_in "$AGAIN" $((4 * page)) || { ktap_diag "4 pages registered in the new $AGAIN"; false; }'
+dd if="$MRPIN_DIR/events" iflag=nonblock status=none 2>/dev/null >"$tmp/events"
+ktap_check "the_refusal_names_the_rules_path" \
+	eval 'awk -v cg="cgroup:$AGAIN" "\$3 == \"deny\" && \$7 == cg && \$8 == \"max_pinned\"" "$tmp/events" | grep -q . ||
+		{ ktap_diag "events: $(tail -n 3 "$tmp/events")"; false; }'
+ktap_check "within_the_rule_the_new_cgroup_registers" pin_in "$AGAIN" "$((2 * page))"
+ktap_check "the_new_cgroups_row_reads_the_path" \
+	test "$(awk -v id="$new_id" '$1 == id { print $2 }' "$MRPIN_DIR/cgroups")" = "$AGAIN"
+ktap_check "the_old_cgroups_row_gives_way_to_the_new_one" unlisted "$old_id"
+"$CTL" limit set cgroup "$AGAIN" max_pins=5 >"$tmp/out" 2>&1 ||
+	ktap_diag "limit set: $(cat "$tmp/out")"
+ktap_check "setting_the_path_again_keeps_one_rule" test "$(rules_for "$AGAIN")" = 1
+
+# From a cgroup namespace rooted at $NS, "$NS" is $NS$NS from the root.
+mkdir -p "$CGROOT$NS$NS"
+cat "$MRPIN_LIMITS" >"$tmp/limits.before"
+bash -c 'echo $$ >"$1/cgroup.procs" &&
+	exec unshare -C dd of="$2" conv=notrunc status=none' \
+	_ "$CGROOT$NS" "$MRPIN_LIMITS" <<<"cgroup $NS max_pins=1" 2>"$tmp/err"
+ktap_check "a_rule_written_from_a_cgroup_namespace_is_refused" \
+	eval 'grep -q "Invalid argument" "$tmp/err" || { ktap_diag "$(cat "$tmp/err")"; false; }'
+ktap_check "the_refused_rule_changes_nothing" \
+	eval 'cat "$MRPIN_LIMITS" | cmp -s - "$tmp/limits.before" ||
+		{ ktap_diag "$(cat "$MRPIN_LIMITS" | diff "$tmp/limits.before" -)"; false; }'
+kernel_log_read
+ktap_check "the_kernel_log_says_why" \
+	grep -q "cgroup rules are written from the initial cgroup namespace" <<<"$kernel_log"
 
 ktap_check_kernel_log "no_kernel_problem_logged"
 ktap_finish
