@@ -360,9 +360,10 @@ static int pins_show(struct seq_file *m, void *v)
 	char name[IB_DEVICE_NAME_MAX];
 	char *caller = m->private;	/* KSYM_SYMBOL_LEN bytes */
 	u64 bytes, huge;
+	u8 flags;
 
 	if (v == SEQ_START_TOKEN) {
-		seq_puts(m, "# id pid comm device start length pinned_bytes caller age_ms stack bytes_4k bytes_2m bytes_1g align oversized odp\n");
+		seq_puts(m, "# id pid comm device start length pinned_bytes caller age_ms stack bytes_4k bytes_2m bytes_1g align oversized odp state\n");
 		return 0;
 	}
 	mrpin_dev_name(pin->charge.dev, name, sizeof(name));
@@ -375,14 +376,15 @@ static int pins_show(struct seq_file *m, void *v)
 	seq_escape(m, name, mrpin_escape_set);
 	bytes = mrpin_pin_charged(pin);
 	huge = ((u64)pin->pages_2m + pin->pages_1g) << PAGE_SHIFT;
-	seq_printf(m, " %lu %zu %llu %s %llu %d %llu %llu %llu %lu %d %d\n",
+	flags = READ_ONCE(pin->flags);
+	seq_printf(m, " %lu %zu %llu %s %llu %d %llu %llu %llu %lu %d %d %s\n",
 		   pin->start, pin->length, bytes, caller,
-		   mrpin_age_ms(pin->created_ns, local_clock()),
-		   !!(pin->flags & MRPIN_PIN_STACK), bytes - huge,
+		   mrpin_age_ms(READ_ONCE(pin->created_ns), local_clock()),
+		   !!(flags & MRPIN_PIN_STACK), bytes - huge,
 		   (u64)pin->pages_2m << PAGE_SHIFT,
 		   (u64)pin->pages_1g << PAGE_SHIFT, 1UL << pin->align_shift,
-		   !!(pin->flags & MRPIN_PIN_OVERSIZED),
-		   !!(pin->flags & MRPIN_PIN_ODP));
+		   !!(flags & MRPIN_PIN_OVERSIZED), !!(flags & MRPIN_PIN_ODP),
+		   flags & MRPIN_PIN_PINNING ? "pinning" : "pinned");
 	return 0;
 }
 

@@ -437,8 +437,9 @@ struct mrpin_charge {
  * @node:	in the umem-keyed table (found again at release)
  * @umem:	the key; compared, never dereferenced
  * @id:		unique, increasing
- * @created_ns:	local_clock() when the pin was made: cheap to read (no
- *		clocksource access), good for ages and lifetimes
+ * @created_ns:	local_clock() when the pin was made (while in flight: when
+ *		it was charged): cheap to read (no clocksource access), good
+ *		for ages and lifetimes
  * @charge:	the owners and device it is charged to
  * @rcu:	frees the record after the last RCU reader; overlays
  *		@charge's user and cg, which only the pin's own paths read,
@@ -485,6 +486,7 @@ struct mrpin_pin {
 #define MRPIN_PIN_OVERSIZED	BIT(1)	/* at or above the oversize mark */
 #define MRPIN_PIN_CALLSITE	BIT(2)	/* call site asked for; in mrpin_callsites */
 #define MRPIN_PIN_ODP		BIT(3)	/* on-demand paging: pins no pages */
+#define MRPIN_PIN_PINNING	BIT(4)	/* charged, the real pin not yet made */
 
 #define MRPIN_CALLSITE_DEPTH 8
 

@@ -10,6 +10,10 @@
  *	      bytes within every limit (account.c, policy.c).  Nothing is
  *	      pinned yet: this is where a pin is refused.
  *   call:    the real pin.
+ *	      Once charged, the record is in the `pins` view as a pin in
+ *	      flight (MRPIN_PIN_PINNING): a pin that waits in the kernel (on
+ *	      a FUSE page whose server does not answer) holds its charge,
+ *	      and everyone can see whose it is and for how long.
  *   after:   mrpin_pin_record() publishes the record, keyed by the umem;
  *	      mrpin_pin_failed() says why the pin failed (failure.c) and
  *	      rolls the charge back.
@@ -43,7 +47,8 @@
  * xarray, by slot (the views walk it a chunk at a time, under RCU).  Slots
  * are small indexes reused as pins go, so the xarray stays shallow and
  * dense whatever the pin churn; the pin's id, unique for the module's
- * lifetime, is kept apart.  A pin takes its slot once made, in one store.
+ * lifetime, is kept apart.  A pin takes its slot once charged, before the
+ * real pin; its key in the umem table once made.
  * Records are freed after an RCU grace period; the owner and device
  * records they point to are freed through RCU too, after the pin drops its
  * references.
@@ -156,6 +161,23 @@ static void mrpin_pin_free(struct mrpin_pin *pin)
 	mrpin_proc_put(pin->charge.proc);
 	mrpin_dev_put(pin->charge.dev);
 	call_rcu(&pin->rcu, mrpin_pin_free_rcu);
+}
+
+/*
+ * Take a prepared pin's range out of its address space's union, and its
+ * charge back.
+ */
+static void mrpin_pin_uncharge(struct mrpin_pin *pin, bool released)
+{
+	struct mrpin_charge *c = &pin->charge;
+	u64 distinct = 0;
+
+	mutex_lock(&c->proc->union_lock);
+	if (!(pin->flags & MRPIN_PIN_ODP))
+		distinct = mrpin_distinct_remove(c->proc, pin->start,
+						 pin->length);
+	mrpin_uncharge(c, mrpin_pin_charged(pin), distinct, released);
+	mutex_unlock(&c->proc->union_lock);
 }
 
 /*
@@ -276,6 +298,14 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 	mutex_unlock(&c->proc->union_lock);
 	cgroup_put(cgrp);
 	pin->id = atomic64_inc_return(&mrpin_pin_last_id);
+	pin->created_ns = local_clock();
+	pin->flags |= MRPIN_PIN_PINNING;
+	/* In `pins` from here on, charged and being pinned. */
+	if (xa_alloc(&mrpin_pins, &pin->slot, pin, xa_limit_32b, GFP_KERNEL)) {
+		mrpin_pin_uncharge(pin, false);
+		mrpin_pin_free(pin);
+		return mrpin_pin_nomem();
+	}
 	return pin;
 
 err_refused:
@@ -299,23 +329,6 @@ err_nomem_dev:
 	return mrpin_pin_nomem();
 }
 
-/*
- * Take a prepared pin's range out of its address space's union, and its
- * charge back.
- */
-static void mrpin_pin_uncharge(struct mrpin_pin *pin, bool released)
-{
-	struct mrpin_charge *c = &pin->charge;
-	u64 distinct = 0;
-
-	mutex_lock(&c->proc->union_lock);
-	if (!(pin->flags & MRPIN_PIN_ODP))
-		distinct = mrpin_distinct_remove(c->proc, pin->start,
-						 pin->length);
-	mrpin_uncharge(c, mrpin_pin_charged(pin), distinct, released);
-	mutex_unlock(&c->proc->union_lock);
-}
-
 /**
  * mrpin_pin_abort() - roll back a prepared pin that will not be made
  * @pin: what mrpin_pin_prepare() returned
@@ -324,6 +337,7 @@ static void mrpin_pin_uncharge(struct mrpin_pin *pin, bool released)
  */
 void mrpin_pin_abort(struct mrpin_pin *pin)
 {
+	mrpin_pin_free_slot(pin);
 	mrpin_pin_uncharge(pin, false);
 	mrpin_pin_free(pin);
 }
@@ -404,24 +418,15 @@ static int mrpin_pin_publish(struct mrpin_pin *pin)
  */
 void mrpin_pin_record(struct mrpin_pin *pin, struct ib_umem *umem)
 {
-	int ret;
-
 	pin->umem = umem;
-	pin->created_ns = local_clock();
-	ret = mrpin_pin_publish(pin);
-	if (!ret) {
-		ret = xa_alloc(&mrpin_pins, &pin->slot, pin, xa_limit_32b,
-			       GFP_KERNEL);
-		if (ret)
-			rhashtable_remove_fast(&mrpin_pins_by_umem, &pin->node,
-					       mrpin_pin_params);
-	}
-	if (ret) {
+	WRITE_ONCE(pin->created_ns, local_clock());
+	if (mrpin_pin_publish(pin)) {
 		/* Made but not recorded: its release will be untracked. */
 		atomic64_inc(&mrpin_stats.unrecorded_pins_total);
 		mrpin_pin_abort(pin);
 		return;
 	}
+	WRITE_ONCE(pin->flags, pin->flags & ~MRPIN_PIN_PINNING);
 	mrpin_count_registration(&pin->charge);
 	if (pin->flags & MRPIN_PIN_ODP)
 		atomic64_inc(&mrpin_stats.odp_pins);

@@ -1,25 +1,28 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# A registration stuck inside the kernel's pin is charged to its owner, and
+# A registration stuck inside the kernel's pin is charged to its owner and
+# is in `pins` as a pin in flight (state pinning, its owner, its age
+# growing; "(pinning)" in `mrpinctl pin`; an in-flight finding of `mrpinctl
+# doctor`, which says when only the global rule bounds who pins), and
 # `rmmod mrpin` fails with EBUSY at once instead of waiting for it (in D
 # state, a hung task); once the pin can go on, the registration completes,
-# is recorded and releases as usual, and mrpin unloads.  mrpin is left
-# loaded.  The pin is made to wait as a page of a FUSE file whose server
-# does not answer would make it (mrpin_stall): in the first page's write
-# fault on a frozen ext4 file system (up to 6.4; later kernels refuse a
-# long-term writable pin of such a file at once), else in the first page's
-# fault under a userfaultfd that serves nothing until told (from 6.3, whose
-# long-term pins may wait for a userfaultfd).
+# is recorded (state pinned) and releases as usual, and mrpin unloads.
+# mrpin is left loaded.  The pin is made to wait as a page of a FUSE file
+# whose server does not answer would make it (mrpin_stall): in the first
+# page's write fault on a frozen ext4 file system (up to 6.4; later kernels
+# refuse a long-term writable pin of such a file at once), else in the
+# first page's fault under a userfaultfd that serves nothing until told
+# (from 6.3, whose long-term pins may wait for a userfaultfd).
 . "$(dirname "$0")/lib.sh"
 
 require_root
 require_rxe
 here=$(cd "$(dirname "$0")" && pwd)
-require_built "$here/mrpin_stall"
+require_built "$here/mrpin_stall" "$MRPIN_CTL"
 mrpin_load
 KIB=256
-ktap_plan 9
+ktap_plan 15
 
 tmp=$(mktemp -d)
 kernel_log_mark
@@ -54,7 +57,27 @@ proc_bytes() {
 }
 
 pin_bytes() {
-	awk -v p="$1" '$2 == p { print $7 }' "$MRPIN_DIR/pins"
+	pin_field "$1" pinned_bytes
+}
+
+# pin_field PID COLUMN: that column of PID's rows in `pins`, by its name.
+pin_field() {
+	awk -v p="$1" -v col="$2" '
+		NR == 1 { for (i = 2; i <= NF; i++) if ($i == col) c = i - 1; next }
+		c && $2 == p { print $c }' "$MRPIN_DIR/pins"
+}
+
+# in_flight_for PID MS: PID's one row is a pin in flight, of KIB KiB,
+# older than MS ms.
+in_flight_for() {
+	local state age
+
+	state=$(pin_field "$1" state)
+	age=$(pin_field "$1" age_ms)
+	[ "$state" = pinning ] && [ "$(pin_bytes "$1")" = $((KIB * 1024)) ] &&
+		[ "${age:-0}" -gt "$2" ] && return 0
+	ktap_diag "pins of $1: state '$state', age '$age' ms: $(awk -v p="$1" '$2 == p' "$MRPIN_DIR/pins")"
+	return 1
 }
 
 # waits_in_d PID: a thread of PID sleeps uninterruptibly.
@@ -110,7 +133,7 @@ else
 	}
 	if ! stall uffd "$KIB"; then
 		ktap_diag "userfaultfd: $(cat "$tmp/stall.out")"
-		for _ in $(seq 9); do
+		for _ in $(seq 15); do
 			ktap_skip "registration_waits_in_the_kernel" "no registration can be made to wait on this kernel: a frozen file system's write fault and a userfaultfd both failed at once"
 		done
 		ktap_finish
@@ -119,11 +142,29 @@ else
 fi
 ktap_ok "registration_waits_in_the_kernel_on_its_first_page"
 ktap_check "the_stuck_registration_is_charged_to_its_process" charged "$pid"
+ktap_check "it_is_in_pins_as_a_pin_in_flight" in_flight_for "$pid" 0
+age0=$(pin_field "$pid" age_ms)
+sleep 1
+ktap_check "whose_age_grows" in_flight_for "$pid" "${age0:-0}"
+ktap_check "mrpinctl_pin_says_pinning" \
+	eval '"$MRPIN_CTL" pin show pid "$pid" | grep -q "(pinning)"'
+# doctor names a registration in flight for 10 s, and, under the default
+# policy (no process, uid or cgroup rule), that only the global rule
+# bounds who pins.
+DEADLINE=30 until_true "in flight for 10 s" \
+	eval '[ "$(pin_field "$pid" age_ms)" -ge 10000 ]'
+"$MRPIN_CTL" doctor >"$tmp/doctor" 2>&1
+ktap_check "doctor_names_the_registration_in_flight" \
+	eval 'grep -q "^high  *pid $pid .*charged and in flight for" "$tmp/doctor" ||
+		{ ktap_diag "$(head -c 600 "$tmp/doctor")"; false; }'
+ktap_check "and_says_only_the_global_rule_bounds_who_pins" \
+	grep -q "only the global rule bounds who pins" "$tmp/doctor"
 ktap_check "rmmod_fails_at_once_instead_of_waiting" rmmod_busy
 go_on
 ktap_check "once_let_go_on_the_registration_completes" \
 	until_true "registered" grep -q '^registered$' "$tmp/stall.out"
 ktap_check "and_is_recorded" test "$(pin_bytes "$pid")" = $((KIB * 1024))
+ktap_check "as_pinned" test "$(pin_field "$pid" state)" = pinned
 mrpin_release stall
 ktap_check "it_exits_cleanly" test $? = 0
 ktap_check "its_release_is_seen" test -z "$(proc_bytes "$pid")$(pin_bytes "$pid")"

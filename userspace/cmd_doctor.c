@@ -33,6 +33,7 @@ static const char *const kind_names[NR_FKINDS] = {
 	[FK_MR_TABLE] = "mr-table",
 	[FK_STACK] = "stack",
 	[FK_DENIED] = "denied",
+	[FK_IN_FLIGHT] = "in-flight",
 	[FK_FAILED] = "failed",
 	[FK_GROWING_LEAK] = "growing-leak",
 	[FK_LEAK_EXIT] = "leak-exit",

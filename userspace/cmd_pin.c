@@ -6,6 +6,9 @@
  * it and its age; in the module's order (by id: oldest first).  An
  * on-demand-paging registration (a module with the odp column) pins
  * nothing: PINNED says so, "0 B (odp)"; JSON "odp" from such a module only.
+ * A registration in flight (a module with the state column), charged but
+ * not yet pinned, reads "(pinning)" after its bytes, its AGE the time since
+ * it was charged; JSON "state" ("pinning" or "pinned") from such a module.
  */
 #include <string.h>
 
@@ -25,6 +28,7 @@ static const struct column pin_cols[] = {
 
 static void print_pin(const struct pin_row *p, bool odp_known)
 {
+	bool pinning = p->state && !strcmp(p->state, "pinning");
 	char bytes[32], text[48];
 
 	out_item_begin();
@@ -34,9 +38,10 @@ static void print_pin(const struct pin_row *p, bool odp_known)
 	print_str("device", p->device);
 	print_hex("start", p->start);
 	print_bytes("length", p->length);
-	if (p->odp) {
-		snprintf(text, sizeof(text), "%s (odp)",
-			 fmt_bytes(bytes, sizeof(bytes), p->pinned_bytes));
+	if (p->odp || pinning) {
+		snprintf(text, sizeof(text), "%s (%s)",
+			 fmt_bytes(bytes, sizeof(bytes), p->pinned_bytes),
+			 pinning ? "pinning" : "odp");
 		print_num_text("pinned_bytes", p->pinned_bytes, text);
 	} else {
 		print_bytes("pinned_bytes", p->pinned_bytes);
@@ -45,6 +50,8 @@ static void print_pin(const struct pin_row *p, bool odp_known)
 	print_ms("age_ms", p->age_ms);
 	if (odp_known)
 		print_bool("odp", p->odp);
+	if (p->state)
+		print_str("state", p->state);
 	out_item_end();
 }
 
@@ -105,8 +112,9 @@ static int pin_help(int argc, char **argv)
 	      "compared with the pinned bytes; DURATION: 500ms, 30s, 5m, 2h, 1d (a plain\n"
 	      "number is seconds).  START and LENGTH are the range as registered, PINNED the\n"
 	      "pages it spans (\"0 B (odp)\": an on-demand-paging registration, which pins\n"
-	      "nothing but holds an entry in the device's MR table), CALLER the kernel\n"
-	      "function that asked for the pin.\n",
+	      "nothing but holds an entry in the device's MR table; \"(pinning)\": a\n"
+	      "registration charged and in flight, AGE since it was charged), CALLER the\n"
+	      "kernel function that asked for the pin.\n",
 	      stdout);
 	return EXIT_OK;
 }

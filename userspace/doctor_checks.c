@@ -7,7 +7,8 @@
  *
  *   high    the global limit nearly used up; an MR table past the module's
  *           mr_table_warn mark (who holds it, and whether it is full);
- *           buffers registered on a stack; refusals; registrations the
+ *           buffers registered on a stack; refusals; a registration
+ *           charged and in flight for IN_FLIGHT_MS or more; registrations the
  *           kernel (or the device's driver) failed, by process and cause;
  *           with callsites=on, a call site that keeps registering in a
  *           process that never deregistered (a growing leak)
@@ -40,6 +41,7 @@
 #define CHURN_PCT		50		/* ... this many of them under 1 ms */
 #define CHURN_FAST_BUCKETS	10		/* life_hist 0-9: under 1024 us */
 #define GLOBAL_PCT		80		/* of the global max_pinned */
+#define IN_FLIGHT_MS		10000		/* in-flight: charged this long */
 #define RAM_PCT			80		/* of RAM, without a global limit */
 #define MR_TABLE_PCT		80		/* when the module has no mr_table_warn */
 #define PAGE_4K			4096ULL
@@ -471,6 +473,23 @@ static bool same_limit(const struct event *a, const struct event *b)
 	       !strcmp(a->scope, b->scope) && !strcmp(a->key, b->key);
 }
 
+/*
+ * Whether only the global rule bounds who pins: the process rule has no
+ * max_pinned or max_pins, and no uid or cgroup rule stands.  One process
+ * or user can then take the whole global budget and have every other
+ * user's registrations refused.
+ */
+static bool only_global_bounds(const struct doctor *d)
+{
+	const struct rule *p = &d->policy.process;
+
+	return d->policy.known && !d->policy.nrules && !p->is_pct &&
+	       p->val[K_MAX_PINNED] == UNLIMITED &&
+	       p->val[K_MAX_PINS] == UNLIMITED;
+}
+
+#define ONLY_GLOBAL_ADVICE "only the global rule bounds who pins, so one process or user can take all of it and have every other registration refused: give each a share below it (mrpinctl limit set process max_pinned=SIZE, or uid and cgroup rules)"
+
 static const char *limit_advice(const char *key)
 {
 	if (!strcmp(key, "max_pins"))
@@ -537,6 +556,42 @@ static void check_limit_events(struct doctor *d)
 					    time_str(last));
 		free(scope);
 		f->advice = limit_advice(e->key);
+		if (!strcmp(e->scope, "global") && strcmp(e->key, "max_pin_size") &&
+		    only_global_bounds(d))
+			f->advice = ONLY_GLOBAL_ADVICE;
+	}
+}
+
+#define IN_FLIGHT_ADVICE "unblock what it waits on (a FUSE or network file whose server does not answer, a userfaultfd, a frozen file system): its charge holds until then"
+
+/*
+ * A registration charged and in flight for IN_FLIGHT_MS or more (a module
+ * with the state column): its pin waits in the kernel, its charge held.
+ */
+static void check_in_flight(struct doctor *d)
+{
+	const struct pin_row *p;
+	struct finding *f;
+	size_t i;
+
+	for (i = 0; i < d->pins.nrows; i++) {
+		p = PIN(d, i);
+		if (!p->state || strcmp(p->state, "pinning") ||
+		    p->age_ms < IN_FLIGHT_MS)
+			continue;
+		f = finding_new(d, SEV_HIGH, FK_IN_FLIGHT, p->pinned_bytes);
+		subject_process(f, p->pid, p->comm);
+		ev_add(f, "pin_id", EV_COUNT, p->id);
+		ev_add(f, "pinned_bytes", EV_BYTES, p->pinned_bytes);
+		ev_add(f, "age_ms", EV_MS, p->age_ms);
+		ev_str(f, "device", p->device);
+		f->message = strfmt("pid %llu (%s) has a registration of %s charged and in flight for %s: its pin waits in the kernel",
+				    (unsigned long long)p->pid, p->comm,
+				    bytes_str(p->pinned_bytes),
+				    ms_str(p->age_ms));
+		f->advice = only_global_bounds(d) ?
+			IN_FLIGHT_ADVICE "; " ONLY_GLOBAL_ADVICE :
+			IN_FLIGHT_ADVICE ", against its process's, user's and cgroup's limits";
 	}
 }
 
@@ -1412,6 +1467,7 @@ int doctor_check(struct doctor *d)
 	ret = check_churn(d);
 	if (ret)
 		return ret;
+	check_in_flight(d);
 	check_pins(d);
 	check_callsites(d);
 	check_growth(d);

@@ -272,6 +272,7 @@ struct pin_row {
 	uint64_t align;
 	uint64_t oversized;
 	uint64_t odp;		/* on-demand paging: pins nothing */
+	char *state;		/* "pinning": charged, the pin in flight */
 };
 
 struct user_row {

@@ -499,6 +499,7 @@ static const struct tbl_field pin_fields[] = {
 	F_OPT(struct pin_row, align, TF_U64),
 	F_OPT(struct pin_row, oversized, TF_U64),
 	F_OPT(struct pin_row, odp, TF_U64),
+	F_OPT(struct pin_row, state, TF_STR),
 };
 
 static const struct tbl_field user_fields[] = {
