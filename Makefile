@@ -115,7 +115,7 @@ $(QEMU_INSNS): selftests/qemu_insns.c
 bench: all $(QEMU_INSNS)
 	@$(VM) --insns $(QEMU_INSNS) -- selftests/bench.sh insns
 	@$(VM) --timeout 3000 -- selftests/bench.sh throughput memory reads \
-		latency procs newcomers
+		latency procs newcomers owners
 
 shell: all
 	@$(VM) --shell

@@ -42,50 +42,136 @@
  * job and its cgroup until the job's rule is deleted, or until a newer
  * record has the same path: a path keeps one record, its newest.
  *
+ * Every record is charged to the memory cgroup of the task whose pin made
+ * it (__GFP_ACCOUNT), as the pins' own records are (pin.c, distinct.c):
+ * what a user makes mrpin allocate counts in that user's memory.max.
+ *
  * Locking (mrpin.h, "Notes on locking"): mrpin_owners_lock (mutex) for
- * the owner hashes and lists, taken to create a record, to revive a
+ * the owner tables and lists, taken to create a record, to revive a
  * parked one and to free one; dropping a reference is an atomic decrement
- * that at zero parks the record, never frees it.  proc->lock (spinlock)
- * for a process's bookkeeping.  Counters are atomics.  Lookups walk the
- * hashes under RCU; records are freed through RCU.
+ * that at zero parks the record and queues the reaper, never frees it.
+ * proc->lock (spinlock) for a process's bookkeeping.  Counters are
+ * atomics.  Lookups read the tables under RCU; records are freed through
+ * RCU.
  *
  * Storage: each kind of record has its own slab cache (mrpin_proc,
  * mrpin_user, mrpin_cgroup), so that its objects show in /proc/slabinfo and
  * fault injection can aim at mrpin alone (see mrpin_cache_create()).
  */
 #include <linux/cgroup.h>
-#include <linux/hashtable.h>
-#include <linux/random.h>
+#include <linux/delay.h>
+#include <linux/jhash.h>
+#include <linux/rhashtable.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
-#include <linux/siphash.h>
 #include <linux/slab.h>
+#include <linux/workqueue.h>
 
 #include "mrpin.h"
 
-static DEFINE_HASHTABLE(mrpin_procs_hash, MRPIN_OWNER_HASH_BITS);
-DEFINE_HASHTABLE(mrpin_users_hash, MRPIN_OWNER_HASH_BITS);
-DEFINE_HASHTABLE(mrpin_cgs_hash, MRPIN_OWNER_HASH_BITS);
 /*
- * Cgroup records by path, under mrpin_owners_lock alone: a user who may
- * name cgroups chooses the paths, hence a keyed hash.
+ * The owner tables, resizable hash tables (rhashtable: a lookup stays O(1)
+ * with 65,536 users or 50,000 cgroups), each with a list of its records for
+ * the views and the reaper: processes by mm, users by uid, cgroups by id,
+ * and cgroups by path (the newest record of each path only).  The hash
+ * seeds are random: whoever chooses uids or cgroup paths cannot aim at one
+ * bucket.
  */
-static DEFINE_HASHTABLE(mrpin_cgs_path_hash, MRPIN_OWNER_HASH_BITS);
-static siphash_key_t mrpin_cgs_path_key __ro_after_init;
+static const struct rhashtable_params mrpin_procs_params = {
+	.key_len = sizeof(struct mm_struct *),
+	.key_offset = offsetof(struct mrpin_proc, mm),
+	.head_offset = offsetof(struct mrpin_proc, hnode),
+	.automatic_shrinking = true,
+};
+
+static const struct rhashtable_params mrpin_users_params = {
+	.key_len = sizeof(kuid_t),
+	.key_offset = offsetof(struct mrpin_user, uid),
+	.head_offset = offsetof(struct mrpin_user, hnode),
+	.automatic_shrinking = true,
+};
+
+static const struct rhashtable_params mrpin_cgs_params = {
+	.key_len = sizeof(u64),
+	.key_offset = offsetof(struct mrpin_cg, id),
+	.head_offset = offsetof(struct mrpin_cg, hnode),
+	.automatic_shrinking = true,
+};
+
+/* By path: the key is a pointer to the path's first byte. */
+static u32 mrpin_cg_path_hashfn(const void *key, u32 len, u32 seed)
+{
+	const char *path = *(const char *const *)key;
+
+	return jhash(path, strlen(path), seed);
+}
+
+static u32 mrpin_cg_path_obj_hashfn(const void *obj, u32 len, u32 seed)
+{
+	return mrpin_cg_path_hashfn(&((const struct mrpin_cg *)obj)->path, len,
+				    seed);
+}
+
+static int mrpin_cg_path_cmpfn(struct rhashtable_compare_arg *arg,
+			       const void *obj)
+{
+	return strcmp(((const struct mrpin_cg *)obj)->path,
+		      *(const char *const *)arg->key);
+}
+
+static const struct rhashtable_params mrpin_cgs_path_params = {
+	.key_len = sizeof(const char *),
+	.key_offset = offsetof(struct mrpin_cg, path),
+	.head_offset = offsetof(struct mrpin_cg, pnode),
+	.hashfn = mrpin_cg_path_hashfn,
+	.obj_hashfn = mrpin_cg_path_obj_hashfn,
+	.obj_cmpfn = mrpin_cg_path_cmpfn,
+	.automatic_shrinking = true,
+};
+
+static struct rhashtable mrpin_procs_table;
+static struct rhashtable mrpin_users_table;
+static struct rhashtable mrpin_cgs_table;
+static struct rhashtable mrpin_cgs_path_table;
 LIST_HEAD(mrpin_procs);
-static LIST_HEAD(mrpin_cgs);
-/* Protects the owner hashes, mrpin_procs and mrpin_cgs; see above. */
+LIST_HEAD(mrpin_users);
+LIST_HEAD(mrpin_cgs);
+/* Protects the owner tables and lists; see above. */
 DEFINE_MUTEX(mrpin_owners_lock);
+
+static void mrpin_reap_fn(struct work_struct *work);
+static DECLARE_DELAYED_WORK(mrpin_reap_work, mrpin_reap_fn);
+
+/*
+ * Insert a new record into a table, under mrpin_owners_lock (so it is not
+ * there yet).  -EBUSY (a table over full while it grows) passes once the
+ * table's worker has run.
+ */
+static int mrpin_owner_insert(struct rhashtable *ht, struct rhash_head *head,
+			      const struct rhashtable_params params)
+{
+	int ret, tries = 0;
+
+	while ((ret = rhashtable_insert_fast(ht, head, params)) == -EBUSY &&
+	       ++tries <= 1000)
+		usleep_range(20, 100);
+	return ret;
+}
 
 /*
  * Reaping: each new record looks at the next MRPIN_REAP_BATCH records of
  * its kind, round the list from a cursor, and frees those parked for good.
  * A new record costs O(1), and a full round of a list of N records takes
  * N / MRPIN_REAP_BATCH new records, during which it gains fewer than that:
- * records parked for good stay a fraction of the live ones.
+ * records parked for good stay a fraction of the live ones.  And the last
+ * put of a record queues mrpin_reap_work, which within a second frees the
+ * parked records of exited processes and of users, and looks at
+ * MRPIN_REAP_WORK_BATCH cgroup records: an exited process's mm and page
+ * directory, and a user's record, do not wait for the next new record.
  */
 #define MRPIN_REAP_BATCH 4
+#define MRPIN_REAP_WORK_BATCH 64
 /* The next records to look at; under mrpin_owners_lock. */
 static struct list_head *mrpin_procs_cursor = &mrpin_procs;
 static struct list_head *mrpin_cgs_cursor = &mrpin_cgs;
@@ -102,26 +188,20 @@ struct mrpin_stats mrpin_stats;
 
 /*
  * The find functions run under rcu_read_lock() (the fast path) or under
- * mrpin_owners_lock (the slow path, which adds): the walks say so to
- * lockdep (CONFIG_PROVE_RCU_LIST).
+ * mrpin_owners_lock (the slow path, which adds): either keeps what they
+ * return from being freed.
  */
 static struct mrpin_proc *mrpin_proc_find_rcu(struct mm_struct *mm)
 {
-	struct mrpin_proc *proc;
-
-	hash_for_each_possible_rcu(mrpin_procs_hash, proc, hnode,
-				   (unsigned long)mm,
-				   lockdep_is_held(&mrpin_owners_lock))
-		if (proc->mm == mm)
-			return proc;
-	return NULL;
+	return rhashtable_lookup_fast(&mrpin_procs_table, &mm,
+				      mrpin_procs_params);
 }
 
 static struct mrpin_proc *mrpin_proc_alloc(struct mm_struct *mm)
 {
 	struct mrpin_proc *proc;
 
-	proc = kmem_cache_alloc(mrpin_proc_cache, GFP_KERNEL);
+	proc = kmem_cache_alloc(mrpin_proc_cache, GFP_KERNEL_ACCOUNT);
 	if (!proc)
 		return NULL;
 	memset(proc, 0, sizeof(*proc));
@@ -161,7 +241,8 @@ static void mrpin_proc_del_locked(struct mrpin_proc *proc)
 	lockdep_assert_held(&mrpin_owners_lock);
 	if (mrpin_procs_cursor == &proc->node)
 		mrpin_procs_cursor = proc->node.next;
-	hash_del_rcu(&proc->hnode);
+	rhashtable_remove_fast(&mrpin_procs_table, &proc->hnode,
+			       mrpin_procs_params);
 	list_del_rcu(&proc->node);
 	mrpin_proc_free(proc);
 }
@@ -229,15 +310,23 @@ struct mrpin_proc *mrpin_proc_get_current(void)
 		atomic_inc(&proc->ref);
 	} else {
 		mrpin_proc_reap_locked();
-		hash_add_rcu(mrpin_procs_hash, &new->hnode, (unsigned long)mm);
-		list_add_tail_rcu(&new->node, &mrpin_procs);
-		proc = new;
-		new = NULL;
+		if (!mrpin_owner_insert(&mrpin_procs_table, &new->hnode,
+					mrpin_procs_params)) {
+			list_add_tail_rcu(&new->node, &mrpin_procs);
+			proc = new;
+			new = NULL;
+		}
 	}
 	mutex_unlock(&mrpin_owners_lock);
 	if (new)
 		mrpin_proc_free(new);
-	return proc;
+	return proc ?: ERR_PTR(-ENOMEM);
+}
+
+/* A record was parked: the reaper's worker frees it if it can. */
+static void mrpin_reap_soon(void)
+{
+	queue_delayed_work(system_wq, &mrpin_reap_work, HZ);
 }
 
 /**
@@ -245,14 +334,19 @@ struct mrpin_proc *mrpin_proc_get_current(void)
  * @proc: the record
  *
  * The last reference parks the record: it stays, out of sight, for the
- * next pin of the same address space; mrpin_proc_reap_locked() frees it
- * once the address space is gone.
+ * next pin of the same address space; once the address space is gone
+ * (the last put of an exiting process's pins comes after), the reaper
+ * frees it.
  *
  * Context: any context.
  */
 void mrpin_proc_put(struct mrpin_proc *proc)
 {
-	WARN_ON_ONCE(atomic_dec_return(&proc->ref) < 0);
+	int ref = atomic_dec_return(&proc->ref);
+
+	WARN_ON_ONCE(ref < 0);
+	if (!ref && !atomic_read(&proc->mm->mm_users))
+		mrpin_reap_soon();
 }
 
 /**
@@ -279,25 +373,28 @@ static void mrpin_user_free_rcu(struct rcu_head *rcu)
 
 static struct mrpin_user *mrpin_user_find_rcu(kuid_t uid)
 {
-	struct mrpin_user *user;
+	return rhashtable_lookup_fast(&mrpin_users_table, &uid,
+				      mrpin_users_params);
+}
 
-	hash_for_each_possible_rcu(mrpin_users_hash, user, hnode,
-				   __kuid_val(uid),
-				   lockdep_is_held(&mrpin_owners_lock))
-		if (uid_eq(user->uid, uid))
-			return user;
-	return NULL;
+static void mrpin_user_del_locked(struct mrpin_user *user)
+{
+	lockdep_assert_held(&mrpin_owners_lock);
+	rhashtable_remove_fast(&mrpin_users_table, &user->hnode,
+			       mrpin_users_params);
+	list_del_rcu(&user->node);
+	call_rcu(&user->rcu, mrpin_user_free_rcu);
 }
 
 /**
  * mrpin_user_get() - find or create the record of a user
  * @uid: the user
  *
- * User records are few and stay until mrpin is unloaded, so that a user
- * whose pins come and go does not make and free one on every pin.
+ * As a process record: the last put parks it, a pin finds it again, and
+ * the reaper frees it a second later if none did.
  *
  * Context: process context, may sleep.
- * Return: the record, or ERR_PTR(-ENOMEM).
+ * Return: the record with a reference, or ERR_PTR(-ENOMEM).
  */
 struct mrpin_user *mrpin_user_get(kuid_t uid)
 {
@@ -305,26 +402,48 @@ struct mrpin_user *mrpin_user_get(kuid_t uid)
 
 	rcu_read_lock();
 	user = mrpin_user_find_rcu(uid);
+	if (user && !atomic_inc_not_zero(&user->ref))
+		user = NULL;
 	rcu_read_unlock();
 	if (user)
 		return user;
 
-	new = kmem_cache_alloc(mrpin_user_cache, GFP_KERNEL);
+	new = kmem_cache_zalloc(mrpin_user_cache, GFP_KERNEL_ACCOUNT);
 	if (!new)
 		return ERR_PTR(-ENOMEM);
-	memset(new, 0, sizeof(*new));
+	atomic_set(&new->ref, 1);
 	new->uid = uid;
 
 	mutex_lock(&mrpin_owners_lock);
 	user = mrpin_user_find_rcu(uid);
 	if (user) {
-		kmem_cache_free(mrpin_user_cache, new);
-	} else {
-		hash_add_rcu(mrpin_users_hash, &new->hnode, __kuid_val(uid));
+		/* Maybe parked: it comes back. */
+		atomic_inc(&user->ref);
+	} else if (!mrpin_owner_insert(&mrpin_users_table, &new->hnode,
+				       mrpin_users_params)) {
+		list_add_tail_rcu(&new->node, &mrpin_users);
 		user = new;
+		new = NULL;
 	}
 	mutex_unlock(&mrpin_owners_lock);
-	return user;
+	if (new)
+		kmem_cache_free(mrpin_user_cache, new);
+	return user ?: ERR_PTR(-ENOMEM);
+}
+
+/**
+ * mrpin_user_put() - drop a pin's reference to a user record
+ * @user: the record
+ *
+ * Context: any context.
+ */
+void mrpin_user_put(struct mrpin_user *user)
+{
+	int ref = atomic_dec_return(&user->ref);
+
+	WARN_ON_ONCE(ref < 0);
+	if (!ref)
+		mrpin_reap_soon();
 }
 
 /* --- cgroups --- */
@@ -340,20 +459,9 @@ static void mrpin_cg_free_rcu(struct rcu_head *rcu)
 	mrpin_cg_free(container_of(rcu, struct mrpin_cg, rcu));
 }
 
-static u32 mrpin_cg_path_hash(const char *path)
-{
-	return siphash(path, strlen(path), &mrpin_cgs_path_key);
-}
-
 static struct mrpin_cg *mrpin_cg_find_rcu(u64 id)
 {
-	struct mrpin_cg *cg;
-
-	hash_for_each_possible_rcu(mrpin_cgs_hash, cg, hnode, id,
-				   lockdep_is_held(&mrpin_owners_lock))
-		if (cg->id == id)
-			return cg;
-	return NULL;
+	return rhashtable_lookup_fast(&mrpin_cgs_table, &id, mrpin_cgs_params);
 }
 
 /* Unlink a parked record, drop its parent and free it after RCU readers. */
@@ -362,9 +470,11 @@ static void mrpin_cg_del_locked(struct mrpin_cg *cg)
 	lockdep_assert_held(&mrpin_owners_lock);
 	if (mrpin_cgs_cursor == &cg->node)
 		mrpin_cgs_cursor = cg->node.next;
-	hash_del_rcu(&cg->hnode);
-	hash_del(&cg->pnode);
-	list_del(&cg->node);
+	rhashtable_remove_fast(&mrpin_cgs_table, &cg->hnode, mrpin_cgs_params);
+	if (!cg->superseded)
+		rhashtable_remove_fast(&mrpin_cgs_path_table, &cg->pnode,
+				       mrpin_cgs_path_params);
+	list_del_rcu(&cg->node);
 	if (cg->parent)
 		atomic_dec(&cg->parent->ref);
 	call_rcu(&cg->rcu, mrpin_cg_free_rcu);
@@ -428,19 +538,35 @@ static struct mrpin_cg *mrpin_cg_alloc(struct cgroup *c, char *buf)
 	return cg;
 }
 
-/* Publish a new record; the older records of its path are superseded. */
-static void mrpin_cg_add_locked(struct mrpin_cg *cg)
+/*
+ * Put a new record in the tables; the record its path had (the cgroup
+ * there before) is superseded and leaves the table by path.
+ */
+static int mrpin_cg_add_locked(struct mrpin_cg *cg)
 {
-	u32 key = mrpin_cg_path_hash(cg->path);
 	struct mrpin_cg *old;
+	int ret;
 
 	lockdep_assert_held(&mrpin_owners_lock);
-	hash_for_each_possible(mrpin_cgs_path_hash, old, pnode, key)
-		if (!strcmp(old->path, cg->path))
-			WRITE_ONCE(old->superseded, true);
-	hash_add(mrpin_cgs_path_hash, &cg->pnode, key);
-	hash_add_rcu(mrpin_cgs_hash, &cg->hnode, cg->id);
-	list_add_tail(&cg->node, &mrpin_cgs);
+	ret = mrpin_owner_insert(&mrpin_cgs_table, &cg->hnode,
+				 mrpin_cgs_params);
+	if (ret)
+		return ret;
+	old = rhashtable_lookup_fast(&mrpin_cgs_path_table, &cg->path,
+				     mrpin_cgs_path_params);
+	if (old) {
+		rhashtable_remove_fast(&mrpin_cgs_path_table, &old->pnode,
+				       mrpin_cgs_path_params);
+		WRITE_ONCE(old->superseded, true);
+	}
+	ret = mrpin_owner_insert(&mrpin_cgs_path_table, &cg->pnode,
+				 mrpin_cgs_path_params);
+	if (ret) {
+		/* Not by path: as a superseded record, no rule keeps it. */
+		cg->superseded = true;
+	}
+	list_add_tail_rcu(&cg->node, &mrpin_cgs);
+	return 0;
 }
 
 /**
@@ -452,7 +578,8 @@ static void mrpin_cg_add_locked(struct mrpin_cg *cg)
  */
 struct mrpin_cg *mrpin_cg_get(struct cgroup *cgrp)
 {
-	struct mrpin_cg *cg, *found = NULL, *leaf = NULL, *child = NULL;
+	struct mrpin_cg *cg, *tmp, *found = NULL, *leaf = NULL, *child = NULL;
+	LIST_HEAD(fresh);
 	struct cgroup *c;
 	char *buf;
 
@@ -470,10 +597,10 @@ struct mrpin_cg *mrpin_cg_get(struct cgroup *cgrp)
 
 	/*
 	 * Create the missing records from the leaf up to the first existing
-	 * one, and publish them only once the chain is complete, so that a
-	 * lookup never finds a record without its ancestors.  Each new
-	 * record's first reference belongs to its child (or, for the leaf, to
-	 * the caller); the existing one gets a reference for its new child.
+	 * one, then publish them from the top down, so that a lookup never
+	 * finds a record without its ancestors.  Each new record's first
+	 * reference belongs to its child (or, for the leaf, to the caller);
+	 * the existing one gets a reference for its new child.
 	 */
 	mutex_lock(&mrpin_owners_lock);
 	for (c = cgrp; c; c = cgroup_parent(c)) {
@@ -498,10 +625,29 @@ struct mrpin_cg *mrpin_cg_get(struct cgroup *cgrp)
 	if (leaf != found)
 		mrpin_cg_reap_locked();
 	for (cg = leaf; cg && cg != found; cg = cg->parent)
-		mrpin_cg_add_locked(cg);
+		list_add(&cg->node, &fresh);
+	list_for_each_entry_safe(cg, tmp, &fresh, node) {
+		list_del(&cg->node);
+		if (mrpin_cg_add_locked(cg))
+			goto unpublished;
+	}
 	mutex_unlock(&mrpin_owners_lock);
 	kfree(buf);
 	return leaf;
+
+unpublished:
+	/*
+	 * A table could not take @cg: it and the records below it go; its
+	 * parent, in the tables, loses the reference @cg held.
+	 */
+	if (cg->parent && !atomic_dec_return(&cg->parent->ref))
+		mrpin_reap_soon();
+	mrpin_cg_free(cg);
+	list_for_each_entry_safe(cg, tmp, &fresh, node)
+		mrpin_cg_free(cg);
+	mutex_unlock(&mrpin_owners_lock);
+	kfree(buf);
+	return ERR_PTR(-ENOMEM);
 
 nomem:
 	mutex_unlock(&mrpin_owners_lock);
@@ -526,7 +672,59 @@ nomem:
  */
 void mrpin_cg_put(struct mrpin_cg *cg)
 {
-	WARN_ON_ONCE(atomic_dec_return(&cg->ref) < 0);
+	int ref = atomic_dec_return(&cg->ref);
+
+	WARN_ON_ONCE(ref < 0);
+	if (!ref)
+		mrpin_reap_soon();
+}
+
+/*
+ * The reaper's worker: frees the parked records of exited processes and
+ * of users, and looks at MRPIN_REAP_WORK_BATCH cgroup records.  A worker
+ * runs in the initial cgroup namespace, where cgroup_get_from_id() finds
+ * every cgroup that exists.
+ */
+static void mrpin_reap_fn(struct work_struct *work)
+{
+	struct mrpin_proc *proc, *ptmp;
+	struct mrpin_user *user, *utmp;
+	int i;
+
+	mutex_lock(&mrpin_owners_lock);
+	list_for_each_entry_safe(proc, ptmp, &mrpin_procs, node)
+		if (!atomic_read(&proc->ref) &&
+		    !atomic_read(&proc->mm->mm_users))
+			mrpin_proc_del_locked(proc);
+	list_for_each_entry_safe(user, utmp, &mrpin_users, node)
+		if (!atomic_read(&user->ref))
+			mrpin_user_del_locked(user);
+	for (i = 0; i < MRPIN_REAP_WORK_BATCH / MRPIN_REAP_BATCH; i++)
+		mrpin_cg_reap_locked();
+	mutex_unlock(&mrpin_owners_lock);
+}
+
+/**
+ * mrpin_owner_records() - how many records of a kind mrpin keeps
+ * @scope: MRPIN_SCOPE_PROCESS, MRPIN_SCOPE_UID or MRPIN_SCOPE_CGROUP
+ *
+ * In use and parked alike: what mrpin holds in memory for its owners.
+ *
+ * Context: any context.
+ * Return: the number of records in that kind's table.
+ */
+unsigned int mrpin_owner_records(enum mrpin_scope scope)
+{
+	switch (scope) {
+	case MRPIN_SCOPE_PROCESS:
+		return atomic_read(&mrpin_procs_table.nelems);
+	case MRPIN_SCOPE_UID:
+		return atomic_read(&mrpin_users_table.nelems);
+	case MRPIN_SCOPE_CGROUP:
+		return atomic_read(&mrpin_cgs_table.nelems);
+	default:
+		return 0;
+	}
 }
 
 /* --- charges --- */
@@ -918,25 +1116,56 @@ static void mrpin_account_destroy_caches(void)
 	kmem_cache_destroy(mrpin_proc_cache);
 }
 
+/* Empty tables: rhashtable_destroy() frees only the buckets. */
+static void mrpin_account_destroy_tables(void)
+{
+	rhashtable_destroy(&mrpin_cgs_path_table);
+	rhashtable_destroy(&mrpin_cgs_table);
+	rhashtable_destroy(&mrpin_users_table);
+	rhashtable_destroy(&mrpin_procs_table);
+}
+
 /**
- * mrpin_account_init() - set up the owner records' caches
+ * mrpin_account_init() - set up the owner records' caches and tables
  *
  * Context: process context.
  * Return: 0 or -ENOMEM.
  */
 int mrpin_account_init(void)
 {
+	int ret;
+
+	ret = rhashtable_init(&mrpin_procs_table, &mrpin_procs_params);
+	if (ret)
+		return ret;
+	ret = rhashtable_init(&mrpin_users_table, &mrpin_users_params);
+	if (ret)
+		goto err_procs;
+	ret = rhashtable_init(&mrpin_cgs_table, &mrpin_cgs_params);
+	if (ret)
+		goto err_users;
+	ret = rhashtable_init(&mrpin_cgs_path_table, &mrpin_cgs_path_params);
+	if (ret)
+		goto err_cgs;
 	mrpin_proc_cache = mrpin_cache_create("mrpin_proc",
 					      sizeof(struct mrpin_proc));
 	mrpin_user_cache = mrpin_cache_create("mrpin_user",
 					      sizeof(struct mrpin_user));
 	mrpin_cg_cache = mrpin_cache_create("mrpin_cgroup",
 					    sizeof(struct mrpin_cg));
-	get_random_bytes(&mrpin_cgs_path_key, sizeof(mrpin_cgs_path_key));
 	if (mrpin_proc_cache && mrpin_user_cache && mrpin_cg_cache)
 		return 0;
 	mrpin_account_destroy_caches();
+	mrpin_account_destroy_tables();
 	return -ENOMEM;
+
+err_cgs:
+	rhashtable_destroy(&mrpin_cgs_table);
+err_users:
+	rhashtable_destroy(&mrpin_users_table);
+err_procs:
+	rhashtable_destroy(&mrpin_procs_table);
+	return ret;
 }
 
 /* Report a cgroup record left with references at unload, with its path. */
@@ -998,11 +1227,11 @@ void mrpin_account_exit(void)
 {
 	char comm[4 * TASK_COMM_LEN + 1];
 	struct mrpin_proc *proc, *ptmp;
-	struct mrpin_user *user;
-	struct hlist_node *tmp;
+	struct mrpin_user *user, *utmp;
 	bool left = false;
-	int bkt;
 
+	/* Every pin is gone: no put queues the worker again. */
+	cancel_delayed_work_sync(&mrpin_reap_work);
 	mutex_lock(&mrpin_owners_lock);
 	list_for_each_entry_safe(proc, ptmp, &mrpin_procs, node) {
 		if (atomic_read(&proc->ref)) {
@@ -1015,15 +1244,15 @@ void mrpin_account_exit(void)
 		}
 		mrpin_proc_del_locked(proc);
 	}
-	hash_for_each_safe(mrpin_users_hash, bkt, tmp, user, hnode) {
-		if (atomic64_read(&user->usage.pins)) {
-			pr_err("mrpin: record of uid %u left with %lld pins\n",
+	list_for_each_entry_safe(user, utmp, &mrpin_users, node) {
+		if (atomic_read(&user->ref)) {
+			pr_err("mrpin: record of uid %u left with %d references, %lld pins\n",
 			       from_kuid_munged(&init_user_ns, user->uid),
+			       atomic_read(&user->ref),
 			       atomic64_read(&user->usage.pins));
 			left = true;
 		}
-		hash_del_rcu(&user->hnode);
-		call_rcu(&user->rcu, mrpin_user_free_rcu);
+		mrpin_user_del_locked(user);
 	}
 	left |= mrpin_cgs_free_locked();
 	mutex_unlock(&mrpin_owners_lock);
@@ -1031,4 +1260,5 @@ void mrpin_account_exit(void)
 		  atomic64_read(&mrpin_stats.usage.pinned_bytes),
 		  "mrpin: records left at unload\n");
 	mrpin_account_destroy_caches();
+	mrpin_account_destroy_tables();
 }

@@ -126,7 +126,7 @@ static inline struct ib_umem *mrpin_umem_pin_va(struct ib_device *device,
  * allocates by the type of what the pointer points to.
  */
 #ifndef kzalloc_obj
-#define kzalloc_obj(P) kzalloc(sizeof(P), GFP_KERNEL)
+#define kzalloc_obj(P, GFP) kzalloc(sizeof(P), GFP)
 #define kmalloc_objs(P, COUNT) kmalloc_array(COUNT, sizeof(P), GFP_KERNEL)
 #endif
 

@@ -229,7 +229,7 @@ static int mrpin_limits_open(struct inode *inode, struct file *file)
 	struct mrpin_limits_txn *txn;
 	int ret;
 
-	txn = kzalloc_obj(*txn);
+	txn = kzalloc_obj(*txn, GFP_KERNEL);
 	if (!txn)
 		return -ENOMEM;
 	mutex_init(&txn->lock);

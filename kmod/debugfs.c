@@ -115,6 +115,10 @@ static int stats_show(struct seq_file *m, void *v)
 			   mrpin_fail_cause_name(cause),
 			   atomic64_read(&s->failures_total[cause]));
 	seq_printf(m, "ram_bytes %llu\n", mrpin_ram_bytes());
+	seq_printf(m, "proc_records %u\nuser_records %u\ncgroup_records %u\n",
+		   mrpin_owner_records(MRPIN_SCOPE_PROCESS),
+		   mrpin_owner_records(MRPIN_SCOPE_UID),
+		   mrpin_owner_records(MRPIN_SCOPE_CGROUP));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(stats);
@@ -225,13 +229,12 @@ DEFINE_SHOW_ATTRIBUTE(procs);
 static int users_show(struct seq_file *m, void *v)
 {
 	struct mrpin_user *user;
-	int bkt;
 
 	seq_puts(m, "# uid pins pinned_bytes\n");
-	/* User records go only at unload: RCU keeps the walk safe. */
+	/* Records are freed through RCU: the walk is safe under it. */
 	rcu_read_lock();
-	hash_for_each_rcu(mrpin_users_hash, bkt, user, hnode) {
-		/* Records stay after their last pin: show the ones in use. */
+	list_for_each_entry_rcu(user, &mrpin_users, node) {
+		/* Parked records wait for the reaper: show the ones in use. */
 		if (!atomic64_read(&user->usage.pins))
 			continue;
 		seq_printf(m, "%u %lld %lld\n",
@@ -274,12 +277,11 @@ static void mrpin_cg_show(struct seq_file *m, struct mrpin_cg *cg)
 static int cgroups_show(struct seq_file *m, void *v)
 {
 	struct mrpin_cg *cg;
-	int bkt;
 
 	seq_puts(m, "# id cgroup pins pinned_bytes peak_pinned_bytes\n");
 	/*
 	 * As `procs`: under RCU, a reference on each record with pins while
-	 * it prints outside RCU, which keeps it in the hash (only parked
+	 * it prints outside RCU, which keeps it on the list (only parked
 	 * records leave it); a record with pins in its subtree has a pin or a
 	 * child, hence references.  A record without pins may be parked (no
 	 * reference to take from zero but under mrpin_owners_lock): one that
@@ -288,7 +290,7 @@ static int cgroups_show(struct seq_file *m, void *v)
 	 * being freed should the rule go meanwhile.
 	 */
 	rcu_read_lock();
-	hash_for_each_rcu(mrpin_cgs_hash, bkt, cg, hnode) {
+	list_for_each_entry_rcu(cg, &mrpin_cgs, node) {
 		if (!atomic64_read(&cg->usage.pins)) {
 			if (!READ_ONCE(cg->superseded) &&
 			    mrpin_policy_names_cgroup(cg->path))

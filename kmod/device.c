@@ -100,7 +100,7 @@ int mrpin_dev_add(struct ib_device *ibdev)
 	struct mrpin_dev *dev;
 	int ret;
 
-	dev = kzalloc_obj(*dev);
+	dev = kzalloc_obj(*dev, GFP_KERNEL);
 	if (!dev)
 		return -ENOMEM;
 	kref_init(&dev->ref);

@@ -153,7 +153,7 @@ static struct mrpin_callsite *mrpin_callsite_save(const struct mrpin_pin *pin)
 	struct vm_area_struct *vma;
 	int i;
 
-	cs = kzalloc_obj(*cs);
+	cs = kzalloc_obj(*cs, GFP_KERNEL_ACCOUNT);
 	if (!cs)
 		return NULL;
 	cs->pin = pin;

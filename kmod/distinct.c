@@ -126,7 +126,7 @@ static struct mrpin_point *mrpin_point_get(struct mrpin_proc *proc,
 			link = &parent->rb_right;
 		}
 	}
-	p = kmem_cache_alloc(mrpin_point_cache, GFP_KERNEL);
+	p = kmem_cache_alloc(mrpin_point_cache, GFP_KERNEL_ACCOUNT);
 	if (!p)
 		return NULL;
 	p->addr = addr;

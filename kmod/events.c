@@ -280,7 +280,7 @@ static int mrpin_events_open(struct inode *inode, struct file *file)
 {
 	struct mrpin_events_reader *r;
 
-	r = kzalloc_obj(*r);
+	r = kzalloc_obj(*r, GFP_KERNEL);
 	if (!r)
 		return -ENOMEM;
 	mutex_init(&r->lock);

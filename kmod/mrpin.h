@@ -25,9 +25,9 @@
  * order they nest in:
  *
  *   mrpin_owners_lock (mutex, account.c)
- *	the owner hashes (processes, users, cgroups by id and by path),
- *	mrpin_procs, the list of cgroup records, their @superseded and
- *	the reaping cursors.  Taken to create a record, to take a
+ *	the owner tables (processes, users, cgroups by id and by path),
+ *	their lists (mrpin_procs, mrpin_users, mrpin_cgs), the cgroup
+ *	records' @superseded and the reaping cursors.  Taken to create a record, to take a
  *	reference on a parked one (its count going from zero: only under
  *	this lock), and to free one (reaping, unload).
  *	Dropping a reference (mrpin_proc_put(), mrpin_cg_put()) is a bare
@@ -158,7 +158,7 @@ void mrpin_dev_name(struct mrpin_dev *dev, char *buf, size_t len);
 
 /**
  * struct mrpin_proc - the pins of one address space (one process)
- * @hnode:	in the owner hash, keyed by @mm (RCU readers)
+ * @hnode:	in the owner table, keyed by @mm (RCU readers)
  * @node:	on mrpin_procs, in creation order, under mrpin_owners_lock
  *		(RCU readers)
  * @ref:	one per live pin, plus transient references from the pin path;
@@ -199,7 +199,7 @@ void mrpin_dev_name(struct mrpin_dev *dev, char *buf, size_t len);
  * made.
  */
 struct mrpin_proc {
-	struct hlist_node hnode;
+	struct rhash_head hnode;
 	struct list_head node;
 	atomic_t ref;
 	struct mm_struct *mm;
@@ -232,13 +232,18 @@ struct mrpin_proc {
 
 /**
  * struct mrpin_user - the pins of one user, summed over its processes
- * @hnode:	in the owner hash, keyed by @uid
+ * @hnode:	in the owner table, keyed by @uid
+ * @node:	on mrpin_users, under mrpin_owners_lock (RCU readers)
+ * @ref:	one per live pin; zero: parked, freed by the reaper unless a
+ *		pin finds it first (as a process record)
  * @uid:	the user
  * @usage:	live pins and bytes
  * @rcu:	frees the record after the last RCU reader
  */
 struct mrpin_user {
-	struct hlist_node hnode;
+	struct rhash_head hnode;
+	struct list_head node;
+	atomic_t ref;
 	kuid_t uid;
 	struct mrpin_counter usage;
 	struct rcu_head rcu;
@@ -246,9 +251,9 @@ struct mrpin_user {
 
 /**
  * struct mrpin_cg - the pins made in one cgroup (v2) and its descendants
- * @hnode:	in the owner hash, keyed by @id
- * @pnode:	in account.c's hash of records by @path
- * @node:	on account.c's list of cgroup records, under mrpin_owners_lock
+ * @hnode:	in the owner table, keyed by @id
+ * @pnode:	in account.c's table by @path, unless @superseded
+ * @node:	on mrpin_cgs, under mrpin_owners_lock (RCU readers)
  * @ref:	one per live pin made in this very cgroup, one per child record;
  *		zero: parked, kept for the next pin (see mrpin_cg_put()).  An
  *		atomic_t, not a refcount_t: zero is a normal state here
@@ -271,8 +276,8 @@ struct mrpin_user {
  * at that path has a record (mrpin_cg_reap_locked()).
  */
 struct mrpin_cg {
-	struct hlist_node hnode;
-	struct hlist_node pnode;
+	struct rhash_head hnode;
+	struct rhash_head pnode;
 	struct list_head node;
 	atomic_t ref;
 	u64 id;
@@ -285,11 +290,9 @@ struct mrpin_cg {
 };
 
 /* The owner records; mrpin_owners_lock: see "Notes on locking" above. */
-#define MRPIN_OWNER_HASH_BITS 8
-
 extern struct list_head mrpin_procs;
-extern struct hlist_head mrpin_users_hash[1 << MRPIN_OWNER_HASH_BITS];
-extern struct hlist_head mrpin_cgs_hash[1 << MRPIN_OWNER_HASH_BITS];
+extern struct list_head mrpin_users;
+extern struct list_head mrpin_cgs;
 extern struct mutex mrpin_owners_lock;
 
 /**
@@ -410,6 +413,8 @@ void mrpin_account_exit(void);
 struct mrpin_proc *mrpin_proc_get_current(void);
 void mrpin_proc_put(struct mrpin_proc *proc);
 struct mrpin_user *mrpin_user_get(kuid_t uid);
+void mrpin_user_put(struct mrpin_user *user);
+unsigned int mrpin_owner_records(enum mrpin_scope scope);
 struct mrpin_cg *mrpin_cg_get(struct cgroup *cgrp);
 void mrpin_cg_put(struct mrpin_cg *cg);
 u64 mrpin_proc_vm_pinned_bytes(const struct mrpin_proc *proc);

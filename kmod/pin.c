@@ -158,6 +158,7 @@ static void mrpin_pin_free_rcu(struct rcu_head *rcu)
 static void mrpin_pin_free(struct mrpin_pin *pin)
 {
 	mrpin_cg_put(pin->charge.cg);
+	mrpin_user_put(pin->charge.user);
 	mrpin_proc_put(pin->charge.proc);
 	mrpin_dev_put(pin->charge.dev);
 	call_rcu(&pin->rcu, mrpin_pin_free_rcu);
@@ -253,7 +254,7 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 	if (!dev)
 		return NULL;
 
-	pin = kmem_cache_alloc(mrpin_pin_cache, GFP_KERNEL);
+	pin = kmem_cache_alloc(mrpin_pin_cache, GFP_KERNEL_ACCOUNT);
 	if (!pin)
 		goto err_nomem_dev;
 	/* Field stores, not a memset: the record is written once here. */
@@ -320,7 +321,8 @@ err_nomem_charged:
 
 err_nomem_cgrp:
 	cgroup_put(cgrp);
-err_nomem_user:			/* a user record holds no reference */
+	mrpin_user_put(c->user);
+err_nomem_user:
 	mrpin_proc_put(c->proc);
 err_nomem_pin:
 	kmem_cache_free(mrpin_pin_cache, pin);

@@ -393,7 +393,7 @@ int mrpin_policy_init(void)
 {
 	struct mrpin_policy *policy;
 
-	policy = kzalloc_obj(*policy);
+	policy = kzalloc_obj(*policy, GFP_KERNEL);
 	if (!policy)
 		return -ENOMEM;
 	mrpin_params_defaults(&policy->global, &policy->process);

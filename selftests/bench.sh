@@ -4,8 +4,9 @@
 # mrpin's benchmarks: what tracking costs the registration path, in time
 # and in instructions the emulator counts, kernel memory per pin, the cost
 # of reading the debugfs views, registration latency while `pins` is read,
-# the first registration of a new process while `procs` is read, and as
-# the records of earlier processes pile up.  Runs as root in the test VM
+# the first registration of a new process while `procs` is read, as the
+# records of earlier processes pile up, and with 65,536 users and 50,000
+# cgroups in mrpin's owner tables.  Runs as root in the test VM
 # (`make bench`) with rxe0 up and mrpin loaded; switches mrpin off and on
 # (rmmod/insmod) so that loaded (A) and unloaded (B) runs alternate in one
 # boot, in pairs whose order alternates too (A B, B A, ...).  A report: no
@@ -13,12 +14,13 @@
 #
 #   bench.sh [-r ROUNDS] [-s SECONDS] [-m ROUNDS] [-n PINS] [-k READS]
 #            [-l SECONDS] [-L ROUNDS] [-p PROCS] [-f NEWCOMERS]
-#            [-N NEWCOMERS] [-S STEP] [-i PAIRS] [-H HELD] [-d DEV] [-v]
-#            [SECTION...]
+#            [-N NEWCOMERS] [-S STEP] [-i PAIRS] [-H HELD] [-U USERS]
+#            [-C CGROUPS] [-d DEV] [-v] [SECTION...]
 #
 #   SECTION: throughput (1), memory (2), reads (3), latency (4), procs (5),
 #   newcomers (6), insns (7: only in a VM with QEMU's counting plugin,
-#   scripts/vm-run.sh --insns); default all of them, in that order.
+#   scripts/vm-run.sh --insns), owners (8); default all of them, in that
+#   order.
 #
 #   -r  A/B rounds of the throughput runs (default 11)
 #   -s  seconds per throughput run (default 2)
@@ -36,6 +38,8 @@
 #   -S  newcomers per line of section 6 (default 500)
 #   -H  MRs a process holds while section 7 counts the union's cost
 #       (default 1000, then ten times that)
+#   -U  users holding a pin each in section 8 (default 65536)
+#   -C  cgroups with a parked record each in section 8 (default 50000)
 #   -d  the RDMA device (default rxe0)
 #   -v  print every raw result on stderr (and 40 functions, not 12, in 7)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -57,6 +61,8 @@ newcomers=2000
 newcomers_step=500
 insns_pairs=2000
 insns_held=1000
+owner_users=65536
+owner_cgroups=50000
 dev=rxe0
 verbose=0
 
@@ -65,7 +71,7 @@ usage() {
 	exit 2
 }
 
-while getopts "r:s:m:n:k:l:L:p:f:N:S:i:H:d:vh" opt; do
+while getopts "r:s:m:n:k:l:L:p:f:N:S:i:H:U:C:d:vh" opt; do
 	case "$opt" in
 	r) rounds=$OPTARG ;;
 	s) run_s=$OPTARG ;;
@@ -80,13 +86,15 @@ while getopts "r:s:m:n:k:l:L:p:f:N:S:i:H:d:vh" opt; do
 	S) newcomers_step=$OPTARG ;;
 	i) insns_pairs=$OPTARG ;;
 	H) insns_held=$OPTARG ;;
+	U) owner_users=$OPTARG ;;
+	C) owner_cgroups=$OPTARG ;;
 	d) dev=$OPTARG ;;
 	v) verbose=1 ;;
 	*) usage ;;
 	esac
 done
 shift $((OPTIND - 1))
-all_sections="throughput memory reads latency procs newcomers insns"
+all_sections="throughput memory reads latency procs newcomers insns owners"
 # shellcheck disable=SC2086
 [ $# -gt 0 ] || set -- $all_sections
 declare -A run
@@ -837,6 +845,37 @@ section_insns() {
 	python3 "$here/insns_report.py" "$insns_file" "$tmp/insns.manifest" \
 		"$([ "$verbose" = 1 ] && echo 40 || echo 12)" |
 		sed 's/^/   /' || die "insns_report.py failed"
+	echo
+}
+
+# --- 8. registration with many owners -----------------------------------
+
+section_owners() {
+	local none full counts
+
+	set_state loaded
+	run_bench owners "$owner_users" "$owner_cgroups" "$lat_s"
+	verbose "owners: $out"
+	none=$(grep 'state=none' <<<"$out")
+	full=$(grep 'state=full' <<<"$out")
+	counts=$(grep 'users=' <<<"$out")
+
+	rule
+	echo "8. Registration with many owners in mrpin's tables"
+	echo "   mrpin_bench owners $owner_users $owner_cgroups $lat_s: 4 KiB reg + dereg for ${lat_s} s,"
+	echo "   before, then with $owner_users users holding a pin each (one process,"
+	echo "   setresuid to each uid) and $owner_cgroups live cgroups whose records are"
+	echo "   parked (a registration in each, then left)"
+	echo
+	printf '   %-34s %10s %10s %10s\n' "" "median" "p99" "worst"
+	printf '   %-34s %7.1f us %7.1f us %7.1f us\n' "no other owner" \
+		"$(kv median_us "$none")" "$(kv p99_us "$none")" "$(kv max_us "$none")"
+	printf '   %-34s %7.1f us %7.1f us %7.1f us\n' \
+		"$owner_users users, $owner_cgroups cgroups" \
+		"$(kv median_us "$full")" "$(kv p99_us "$full")" "$(kv max_us "$full")"
+	echo
+	echo "   making them: $(kv users_s "$counts") s for the users' pins," \
+		"$(kv cgroups_s "$counts") s for the cgroups' records"
 	echo
 }
 

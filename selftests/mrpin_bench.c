@@ -27,6 +27,15 @@
  *	(disjoint: HELD ranges in the process's union, none overlapping the
  *	measured one), or all on the first page of the measured buffer
  *	(same: the measured range registered HELD times already).
+ *   mrpin_bench [-d DEV] owners USERS CGROUPS SECONDS
+ *	the latency of 4 KiB ibv_reg_mr() + ibv_dereg_mr() (as latency
+ *	SECONDS) with mrpin's owner tables as they are, then again once
+ *	USERS users hold a pin each (this process registers one 4 KiB MR as
+ *	each uid from 1000000 on, setresuid() back and forth) and CGROUPS
+ *	cgroups have a parked record each (the process joins each of
+ *	CGROUPS new cgroups under /sys/fs/cgroup/mrpin_bench_owners.PID,
+ *	registers and deregisters there, and comes back); then undoes it.
+ *	Prints a latency line before and after, and how long each part took.
  *   mrpin_bench [-d DEV] first N STEP exit|park|cgroup
  *	N newcomers, one after another: each a new child process that opens
  *	the device and times its first 4 KiB ibv_reg_mr() (the first pin of
@@ -59,6 +68,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <infiniband/verbs.h>
@@ -92,6 +102,7 @@ static void __attribute__((noreturn)) usage(void)
 		"       mrpin_bench [-d DEV] latency SECONDS\n"
 		"       mrpin_bench [-d DEV] procs N\n"
 		"       mrpin_bench [-d DEV] insns SIZE PAIRS WINDOW [HELD disjoint|same]\n"
+		"       mrpin_bench [-d DEV] owners USERS CGROUPS SECONDS\n"
 		"       mrpin_bench [-d DEV] first N STEP exit|park|cgroup\n");
 	exit(2);
 }
@@ -382,7 +393,8 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int cmd_latency(double seconds)
+/* @seconds of 4 KiB reg + dereg, one line of figures after @what. */
+static void latency_run(double seconds, const char *what)
 {
 	size_t n = 0, cap = 1 << 16;
 	uint64_t *lat, deadline, t0, t1;
@@ -409,11 +421,16 @@ static int cmd_latency(double seconds)
 	} while (t1 < deadline);
 
 	qsort(lat, n, sizeof(*lat), cmp_u64);
-	printf("mode=latency count=%zu median_us=%.1f p99_us=%.1f max_us=%.1f\n",
-	       n, lat[n / 2] / 1e3, lat[n - 1 - n / 100] / 1e3,
+	printf("%s count=%zu median_us=%.1f p99_us=%.1f max_us=%.1f\n",
+	       what, n, lat[n / 2] / 1e3, lat[n - 1 - n / 100] / 1e3,
 	       lat[n - 1] / 1e3);
 	munmap(buf, BENCH_PAGE);
 	free(lat);
+}
+
+static int cmd_latency(double seconds)
+{
+	latency_run(seconds, "mode=latency");
 	return 0;
 }
 
@@ -684,6 +701,91 @@ static void first_child(struct ibv_device *dev, enum first_mode mode,
 	_exit(0);
 }
 
+/* owners */
+
+#define OWNERS_UID0 1000000
+
+/* The cgroup this process is in (cgroup v2), under CGROUP_ROOT. */
+static void own_cgroup(char *path, size_t len)
+{
+	char line[400];
+	FILE *f;
+
+	f = fopen("/proc/self/cgroup", "re");
+	if (!f || !fgets(line, sizeof(line), f) || strncmp(line, "0::", 3))
+		die("/proc/self/cgroup: no cgroup v2 line");
+	fclose(f);
+	line[strcspn(line, "\n")] = '\0';
+	snprintf(path, len, "%s%s", CGROUP_ROOT, line + 3);
+}
+
+/* setresuid() of this thread alone (glibc's would signal every thread). */
+static void set_uid(uid_t uid)
+{
+	if (syscall(SYS_setresuid, uid, uid, 0))
+		die("setresuid(%u): %s", uid, strerror(errno));
+}
+
+static int cmd_owners(long users, long cgroups, double seconds)
+{
+	char home[512], dir[128], cg[160];
+	struct ibv_mr **mrs;
+	double t0, t_users, t_cgroups;
+	void *buf;
+	long i;
+
+	own_cgroup(home, sizeof(home));
+	latency_run(seconds, "mode=owners state=none");
+
+	mrs = calloc(users, sizeof(*mrs));
+	if (!mrs)
+		die("out of memory");
+	buf = touched_buffer(BENCH_PAGE);
+	t0 = now_s();
+	for (i = 0; i < users; i++) {
+		set_uid(OWNERS_UID0 + i);
+		mrs[i] = ibv_reg_mr(pd, buf, BENCH_PAGE, BENCH_ACCESS);
+		if (!mrs[i])
+			die("ibv_reg_mr as uid %ld: %s", OWNERS_UID0 + i,
+			    strerror(errno));
+		set_uid(0);
+	}
+	t_users = now_s() - t0;
+
+	snprintf(dir, sizeof(dir), "%s/mrpin_bench_owners.%d", CGROUP_ROOT,
+		 getpid());
+	if (mkdir(dir, 0755))
+		die("%s: %s", dir, strerror(errno));
+	t0 = now_s();
+	for (i = 0; i < cgroups; i++) {
+		snprintf(cg, sizeof(cg), "%s/%ld", dir, i);
+		if (mkdir(cg, 0755))
+			die("%s: %s", cg, strerror(errno));
+		join_cgroup(cg);
+		reg_dereg(buf, BENCH_PAGE);
+	}
+	join_cgroup(home);
+	t_cgroups = now_s() - t0;
+
+	latency_run(seconds, "mode=owners state=full");
+	printf("mode=owners users=%ld users_s=%.1f cgroups=%ld cgroups_s=%.1f\n",
+	       users, t_users, cgroups, t_cgroups);
+
+	for (i = 0; i < users; i++)
+		if (ibv_dereg_mr(mrs[i]))
+			die("ibv_dereg_mr failed");
+	for (i = 0; i < cgroups; i++) {
+		snprintf(cg, sizeof(cg), "%s/%ld", dir, i);
+		if (rmdir(cg))
+			die("%s: %s", cg, strerror(errno));
+	}
+	if (rmdir(dir))
+		die("%s: %s", dir, strerror(errno));
+	munmap(buf, BENCH_PAGE);
+	free(mrs);
+	return 0;
+}
+
 /* Print the batch of @n first registrations @lat (sorted here). */
 static void first_batch(uint64_t *lat, long n, long done)
 {
@@ -790,6 +892,13 @@ int main(int argc, char **argv)
 
 		open_device();
 		ret = cmd_latency(seconds);
+	} else if (!strcmp(mode, "owners") && argc == 4) {
+		long users = parse_long(argv[1], 0);
+		long cgroups = parse_long(argv[2], 0);
+		double seconds = parse_seconds(argv[3]);
+
+		open_device();
+		ret = cmd_owners(users, cgroups, seconds);
 	} else if (!strcmp(mode, "insns") && (argc == 4 || argc == 6)) {
 		size_t size = parse_size(argv[1]);
 		long pairs = parse_long(argv[2], 1);

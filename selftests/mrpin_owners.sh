@@ -1,0 +1,62 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Owner records do not pile up: `stats` counts the records mrpin keeps
+# (proc_records, user_records, cgroup_records); after short-lived processes,
+# each of a user of its own, register and exit, the records of the
+# processes and of the users are freed within seconds, with no new
+# registration to reap them.  Real registrations (mrpin_pinner on rxe0) as
+# real uids (setpriv); the counts come from what ran here.
+. "$(dirname "$0")/lib.sh"
+
+require_root
+require_rxe
+mrpin_load
+require_built "$MRPIN_PINNER"
+command -v setpriv >/dev/null || ktap_skip_all "setpriv (util-linux) is missing"
+N=40
+UID0=2000000
+ktap_plan 5
+
+tmp=$(mktemp -d)
+kernel_log_mark
+trap 'rm -rf "$tmp"' EXIT
+
+# records_at_most KIND N: KIND_records is N or fewer.
+records_at_most() {
+	local got
+
+	got=$(mrpin_stat "$1_records")
+	[ -n "$got" ] && [ "$got" -le "$2" ] && return 0
+	ktap_diag "$1_records: '$got', expected at most $2"
+	return 1
+}
+
+ktap_check "stats_count_the_records" \
+	eval '[ -n "$(mrpin_stat proc_records)" ] && [ -n "$(mrpin_stat user_records)" ] &&
+		[ -n "$(mrpin_stat cgroup_records)" ]'
+
+# Whatever earlier processes left goes first: the baseline is what lives.
+sleep 2
+procs0=$(mrpin_stat proc_records)
+users0=$(mrpin_stat user_records)
+ktap_diag "before: ${procs0:-?} process and ${users0:-?} user records"
+
+# N processes, each of a uid of its own, register a page and exit.
+failed=0
+for ((i = 0; i < N; i++)); do
+	setpriv --reuid=$((UID0 + i)) --regid=$((UID0 + i)) --clear-groups \
+		"$MRPIN_PINNER" 4096 </dev/null >"$tmp/pin.out" 2>&1 ||
+		failed=$((failed + 1))
+done
+[ "$failed" = 0 ] || ktap_diag "$failed registrations failed: $(cat "$tmp/pin.out")"
+ktap_check "every_registration_was_counted" \
+	test "$(mrpin_stat pins_total)" -ge "$N" -a "$failed" = 0
+# Within 10 s: the reaper's worker runs a second after a last put.
+ktap_check "the_exited_processes_records_are_freed" \
+	eval 'DEADLINE=10 until_true "process records back to $procs0" records_at_most proc "${procs0:-0}"'
+ktap_check "the_users_records_are_freed" \
+	eval 'DEADLINE=10 until_true "user records back to $users0" records_at_most user "${users0:-0}"'
+
+ktap_check_kernel_log "no_kernel_problem_logged"
+ktap_finish
