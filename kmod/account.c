@@ -329,6 +329,15 @@ static void mrpin_reap_soon(void)
 	queue_delayed_work(system_wq, &mrpin_reap_work, HZ);
 }
 
+/* Drop a reference to a record; true when it was the last (parked). */
+static bool mrpin_ref_put(atomic_t *ref)
+{
+	int left = atomic_dec_return(ref);
+
+	WARN_ON_ONCE(left < 0);
+	return !left;
+}
+
 /**
  * mrpin_proc_put() - drop a reference to a process record
  * @proc: the record
@@ -342,10 +351,7 @@ static void mrpin_reap_soon(void)
  */
 void mrpin_proc_put(struct mrpin_proc *proc)
 {
-	int ref = atomic_dec_return(&proc->ref);
-
-	WARN_ON_ONCE(ref < 0);
-	if (!ref && !atomic_read(&proc->mm->mm_users))
+	if (mrpin_ref_put(&proc->ref) && !atomic_read(&proc->mm->mm_users))
 		mrpin_reap_soon();
 }
 
@@ -439,10 +445,7 @@ struct mrpin_user *mrpin_user_get(kuid_t uid)
  */
 void mrpin_user_put(struct mrpin_user *user)
 {
-	int ref = atomic_dec_return(&user->ref);
-
-	WARN_ON_ONCE(ref < 0);
-	if (!ref)
+	if (mrpin_ref_put(&user->ref))
 		mrpin_reap_soon();
 }
 
@@ -672,10 +675,7 @@ nomem:
  */
 void mrpin_cg_put(struct mrpin_cg *cg)
 {
-	int ref = atomic_dec_return(&cg->ref);
-
-	WARN_ON_ONCE(ref < 0);
-	if (!ref)
+	if (mrpin_ref_put(&cg->ref))
 		mrpin_reap_soon();
 }
 
