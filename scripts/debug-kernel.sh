@@ -33,7 +33,7 @@ paths() {
 }
 
 build() {
-	local start jobs
+	local start jobs missing
 	[ -f "$dir/.complete" ] && return
 	# One build at a time: another caller (`paths` from a second tree, a
 	# Makefile's $(shell)) waits for the one under way instead of wiping it.
@@ -60,16 +60,21 @@ build() {
 		olddefconfig >/dev/null
 	# Every option the fragment sets must have stuck (a dependency missing
 	# would drop it silently); one it turns off must be off, or gone with
-	# what it depends on.
-	grep -E '^CONFIG_[A-Z0-9_]+=y' "$fragment" | while read -r line; do
-		grep -qxF "$line" "$dir/build/.config" ||
-			echo "debug-kernel: warning: '$line' did not stick" >&2
+	# what it depends on.  One that did not stick fails the build: a
+	# kernel without KASAN or FAILSLAB would pass the tests that need them
+	# by skipping.
+	missing=$(grep -E '^CONFIG_[A-Z0-9_]+=y' "$fragment" | while read -r line; do
+		grep -qxF "$line" "$dir/build/.config" || echo "'$line'"
 	done
 	sed -n 's/^# \(CONFIG_[A-Z0-9_]*\) is not set$/\1/p' "$fragment" |
 	while read -r opt; do
 		! grep -qE "^$opt=[ym]" "$dir/build/.config" ||
-			echo "debug-kernel: warning: '# $opt is not set' did not stick" >&2
-	done
+			echo "'# $opt is not set'"
+	done)
+	if [ -n "$missing" ]; then
+		echo "debug-kernel: these options of $fragment did not stick (a dependency is missing):" $missing >&2
+		exit 1
+	fi
 	echo "debug-kernel: building with $jobs jobs (takes a while)" >&2
 	make -s -C "$dir/src" O="$dir/build" LOCALVERSION=-mrpin-debug \
 		-j"$jobs" bzImage modules >"$dir/build.log" 2>&1 ||
