@@ -29,7 +29,7 @@ LIMITS=$MRPIN_LIMITS
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 NO_SYS_ADMIN=(setpriv --inh-caps=-all --bounding-set=-sys_admin)
 DEBUGFS=/sys/kernel/debug
-ktap_plan $((52 + $(find "$MRPIN_DIR" -mindepth 1 | wc -l)))
+ktap_plan $((53 + $(find "$MRPIN_DIR" -mindepth 1 | wc -l)))
 
 tmp=$(mktemp -d)
 # The kernel log from here on, for problems and mrpin's lines.
@@ -369,6 +369,29 @@ done
 ktap_check "mrpinctl_text_shows_only_printable_ascii" test -z "$found"
 [ -z "$found" ] || ktap_diag "$found"
 mrpin_release hostile
+rmdir "$cg_dir"
+
+# An events line longer than 511 bytes (a cgroup path of 209 bytes, 200 of
+# them escaped to four each) is whole: its newline, its 12 fields.
+long_name=mrpin_L$(printf '\xe9%.0s' $(seq 200))
+long_esc=/mrpin_L$(printf '\\351%.0s' $(seq 200))
+cg_dir=/sys/fs/cgroup/$long_name
+mkdir "$cg_dir"
+printf 'cgroup /%s max_pinned=4K\n' "$long_name" >"$LIMITS" ||
+	ktap_diag "the rule of $long_esc was not written"
+(in_cg "$here/mrpin_pinner" 1M </dev/null >/dev/null 2>&1) &&
+	ktap_diag "1M registered in $long_esc"
+long_event() {
+	# (dd fails with EAGAIN at the end of a non-blocking read.)
+	dd if="$MRPIN_DIR/events" iflag=nonblock status=none 2>/dev/null >"$tmp/events"
+	cg="cgroup:$long_esc" awk '$7 == ENVIRON["cg"] && NF == 12 &&
+		length($0) > 511 { found = 1 } END { exit !found }' "$tmp/events" &&
+		[ "$(tail -c 1 "$tmp/events" | od -An -c | tr -d ' ')" = '\n' ] &&
+		return
+	ktap_diag "last event: $(tail -n 1 "$tmp/events" | cut -c 1-160)... ($(tail -n 1 "$tmp/events" | wc -c) bytes)"
+	return 1
+}
+ktap_check "an_events_line_over_511_bytes_is_whole" long_event
 rmdir "$cg_dir"
 cat "$tmp/found" >"$LIMITS"
 ktap_check "policy_found_is_restored" same_as "$tmp/found"
