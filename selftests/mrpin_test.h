@@ -178,14 +178,51 @@ static inline void *__map_buf(struct __test_metadata *_metadata, size_t len)
  */
 
 /*
+ * The users' sums and the root cgroup's row (every pin charges its cgroup
+ * and every ancestor, the root last): *@user_* and *@root_* (0 without a
+ * row); false when a view could not be read.
+ */
+static inline bool __owner_sums(struct __test_metadata *_metadata,
+				uint64_t *user_pins, uint64_t *user_bytes,
+				uint64_t *root_pins, uint64_t *root_bytes)
+{
+	struct mrpin_owner_row *rows;
+	int n, i;
+
+	n = mrpin_read_users(&rows);
+	EXPECT_LE(0, n);
+	if (n < 0)
+		return false;
+	for (i = 0; i < n; i++) {
+		*user_pins += rows[i].pins;
+		*user_bytes += rows[i].pinned_bytes;
+	}
+	free(rows);
+	n = mrpin_read_cgroups(&rows);
+	EXPECT_LE(0, n);
+	if (n < 0)
+		return false;
+	for (i = 0; i < n; i++) {
+		if (strcmp(rows[i].cgroup, "/"))
+			continue;
+		*root_pins = rows[i].pins;
+		*root_bytes = rows[i].pinned_bytes;
+	}
+	free(rows);
+	return true;
+}
+
+/*
  * The acceptance oracle, for a moment when no registration is in flight:
- * the sums of `procs` and of `devices` equal the totals of `stats`, both
- * in pins and in bytes; the sum of `procs` equals `stats` in distinct
- * bytes, and no process has more distinct bytes than pinned ones.
+ * the sums of `procs`, of `devices` and of `users`, and the root cgroup's
+ * row in `cgroups`, equal the totals of `stats`, both in pins and in
+ * bytes; the sum of `procs` equals `stats` in distinct bytes, and no
+ * process has more distinct bytes than pinned ones.
  */
 static inline void __check_sums(struct __test_metadata *_metadata)
 {
 	uint64_t proc_pins = 0, proc_bytes = 0, dev_pins = 0, dev_bytes = 0;
+	uint64_t user_pins = 0, user_bytes = 0, root_pins = 0, root_bytes = 0;
 	uint64_t proc_distinct = 0;
 	struct mrpin_proc_row *procs;
 	struct mrpin_dev_row *devs;
@@ -216,6 +253,13 @@ static inline void __check_sums(struct __test_metadata *_metadata)
 		dev_bytes += devs[i].pinned_bytes;
 	}
 	free(devs);
+	if (!__owner_sums(_metadata, &user_pins, &user_bytes, &root_pins,
+			  &root_bytes))
+		return;
+	EXPECT_EQ(stats.pins, user_pins);
+	EXPECT_EQ(stats.pinned_bytes, user_bytes);
+	EXPECT_EQ(stats.pins, root_pins);
+	EXPECT_EQ(stats.pinned_bytes, root_bytes);
 	EXPECT_EQ(stats.pinned_bytes, proc_bytes);
 	EXPECT_EQ(stats.distinct_bytes, proc_distinct);
 	EXPECT_EQ(stats.pinned_bytes, dev_bytes);
