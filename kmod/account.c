@@ -142,6 +142,12 @@ DEFINE_MUTEX(mrpin_owners_lock);
 
 static void mrpin_reap_fn(struct work_struct *work);
 static DECLARE_DELAYED_WORK(mrpin_reap_work, mrpin_reap_fn);
+/*
+ * The reaper's own queue: the system ones change name and meaning across
+ * kernels (7.x warns at the first work queued on system_wq or
+ * system_unbound_wq), and its own is drained by its destruction at unload.
+ */
+static struct workqueue_struct *mrpin_reap_wq;
 
 /*
  * Insert a new record into a table, under mrpin_owners_lock (so it is not
@@ -326,7 +332,7 @@ struct mrpin_proc *mrpin_proc_get_current(void)
 /* A record was parked: the reaper's worker frees it if it can. */
 static void mrpin_reap_soon(void)
 {
-	queue_delayed_work(system_wq, &mrpin_reap_work, HZ);
+	queue_delayed_work(mrpin_reap_wq, &mrpin_reap_work, HZ);
 }
 
 /* Drop a reference to a record; true when it was the last (parked). */
@@ -1135,9 +1141,12 @@ int mrpin_account_init(void)
 {
 	int ret;
 
+	mrpin_reap_wq = alloc_workqueue("mrpin_reap", WQ_UNBOUND, 1);
+	if (!mrpin_reap_wq)
+		return -ENOMEM;
 	ret = rhashtable_init(&mrpin_procs_table, &mrpin_procs_params);
 	if (ret)
-		return ret;
+		goto err_wq;
 	ret = rhashtable_init(&mrpin_users_table, &mrpin_users_params);
 	if (ret)
 		goto err_procs;
@@ -1157,6 +1166,7 @@ int mrpin_account_init(void)
 		return 0;
 	mrpin_account_destroy_caches();
 	mrpin_account_destroy_tables();
+	destroy_workqueue(mrpin_reap_wq);
 	return -ENOMEM;
 
 err_cgs:
@@ -1165,6 +1175,8 @@ err_users:
 	rhashtable_destroy(&mrpin_users_table);
 err_procs:
 	rhashtable_destroy(&mrpin_procs_table);
+err_wq:
+	destroy_workqueue(mrpin_reap_wq);
 	return ret;
 }
 
@@ -1232,6 +1244,7 @@ void mrpin_account_exit(void)
 
 	/* Every pin is gone: no put queues the worker again. */
 	cancel_delayed_work_sync(&mrpin_reap_work);
+	destroy_workqueue(mrpin_reap_wq);
 	mutex_lock(&mrpin_owners_lock);
 	list_for_each_entry_safe(proc, ptmp, &mrpin_procs, node) {
 		if (atomic_read(&proc->ref)) {
