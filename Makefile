@@ -77,8 +77,11 @@ module: setup
 userspace: setup
 	$(MAKE) -C userspace
 
+# selftests/kmod/: the selftests' own module (mrpin_counter.sh loads it),
+# built apart from the module DKMS and the packages build.
 selftests: setup
 	$(MAKE) -C selftests KSFT_DIR=$$($(SETUP) paths | sed -n 's/^KSFT_DIR=//p')
+	$(IN_ROOT) $(MAKE) -C $(KDIR) M=$(CURDIR)/selftests/kmod W=1 modules
 
 # The loops that only repeat what they already checked run fewer times
 # unless MRPIN_LOOPS=full (each test says so).
@@ -135,6 +138,7 @@ layers: module
 
 clean:
 	$(IN_ROOT) $(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || true
+	$(IN_ROOT) $(MAKE) -C $(KDIR) M=$(CURDIR)/selftests/kmod clean 2>/dev/null || true
 	$(MAKE) -C userspace clean
 	$(MAKE) -C selftests clean KSFT_DIR=$$($(SETUP) paths | sed -n 's/^KSFT_DIR=//p')
 	rm -rf build

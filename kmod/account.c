@@ -68,6 +68,7 @@
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 
+#include "counter.h"
 #include "mrpin.h"
 
 /*
@@ -776,25 +777,6 @@ static void mrpin_max64(atomic64_t *peak, s64 value)
 
 	while (old < value && !atomic64_try_cmpxchg(peak, &old, value))
 		;
-}
-
-/*
- * Add @n to @counter unless that takes it over @max: a compare-and-exchange
- * loop, so a counter with a limit never shows more than the limit, not
- * even for an instant.  On failure, *usage is the value that did not fit.
- */
-static bool mrpin_counter_try_add(atomic64_t *counter, u64 n, u64 max,
-				  u64 *usage)
-{
-	s64 old = atomic64_read(counter);
-
-	do {
-		if ((u64)old > max || n > max - (u64)old) {
-			*usage = old;
-			return false;
-		}
-	} while (!atomic64_try_cmpxchg(counter, &old, old + n));
-	return true;
 }
 
 static void mrpin_counter_add(struct mrpin_counter *c, u64 bytes,
