@@ -8,7 +8,9 @@
 # show` gives the same row, by path and by id; the rule, deleted by path
 # once its cgroup is gone, lets the row go.  A rule binds its path: a cgroup
 # removed and made again there (a restarted service) is bound as the first
-# one was, and its record replaces the old one's row; a rule written from
+# one was, and its record replaces the old one's row; a record that holds
+# a pin keeps its row after its cgroup is removed and made again; a rule
+# written from
 # another cgroup namespace, whose paths are not from the root, is refused
 # and changes nothing.  Real registrations
 # (mrpin_pinner on rxe0) in a cgroup made here and in a child of it; every
@@ -24,7 +26,7 @@ command -v python3 >/dev/null || ktap_skip_all "python3 is missing"
 CGROOT=/sys/fs/cgroup
 [ -e "$CGROOT/cgroup.procs" ] && [ -e "$CGROOT/cgroup.controllers" ] ||
 	ktap_skip_all "no cgroup v2 hierarchy at $CGROOT"
-ktap_plan 27
+ktap_plan 30
 
 tmp=$(mktemp -d)
 kernel_log_mark
@@ -32,6 +34,7 @@ CG=/mrpin_peak
 SUB=$CG/sub
 CHURN=/mrpin_peak_churn
 AGAIN=/mrpin_peak_again
+GONE=/mrpin_peak_gone
 NS=/mrpin_peak_ns
 
 # The sizes of the three registrations, whole pages: A and B are held
@@ -52,7 +55,7 @@ cleanup() {
 	"$CTL" limit delete cgroup "$CG" >/dev/null 2>&1
 	"$CTL" limit delete cgroup "$AGAIN" >/dev/null 2>&1
 	rmdir "$CGROOT$CHURN" "$CGROOT$SUB" "$CGROOT$CG" "$CGROOT$AGAIN" \
-		"$CGROOT$NS$NS" "$CGROOT$NS" 2>/dev/null
+		"$CGROOT$GONE" "$CGROOT$NS$NS" "$CGROOT$NS" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -122,7 +125,7 @@ rmdir_retry() {
 }
 
 rmdir "$CGROOT$CHURN" "$CGROOT$SUB" "$CGROOT$CG" "$CGROOT$AGAIN" \
-	"$CGROOT$NS$NS" "$CGROOT$NS" 2>/dev/null
+	"$CGROOT$GONE" "$CGROOT$NS$NS" "$CGROOT$NS" 2>/dev/null
 mkdir -p "$CGROOT$SUB"
 cg_id=$(stat -c %i "$CGROOT$CG")
 "$CTL" limit set cgroup "$CG" max_pinned=1G >"$tmp/out" 2>&1
@@ -213,6 +216,22 @@ ktap_check "the_old_cgroups_row_gives_way_to_the_new_one" unlisted "$old_id"
 "$CTL" limit set cgroup "$AGAIN" max_pins=5 >"$tmp/out" 2>&1 ||
 	ktap_diag "limit set: $(cat "$tmp/out")"
 ktap_check "setting_the_path_again_keeps_one_rule" test "$(rules_for "$AGAIN")" = 1
+
+# A record that holds a pin is listed whatever became of its cgroup: its
+# process left it, it was removed, and a cgroup made again at its path has
+# a record of its own.
+mkdir "$CGROOT$GONE"
+gone_id=$(stat -c %i "$CGROOT$GONE")
+hold_in g "$GONE" "$page"
+echo "${mrpin_pids[g]}" >"$CGROOT/cgroup.procs"
+rmdir_retry "$CGROOT$GONE" && mkdir "$CGROOT$GONE"
+pin_in "$GONE" "$page" || ktap_diag "the new $GONE: $(cat "$tmp/pin.out")"
+ktap_check "a_removed_cgroup_still_holding_a_pin_keeps_its_row" \
+	row_is "$gone_id" "1 $page $page"
+ktap_check "its_row_reads_dash_beside_the_new_cgroups" \
+	eval 'test "$(awk -v id="$gone_id" '"'"'$1 == id { print $2 }'"'"' "$MRPIN_DIR/cgroups")" = "-"'
+mrpin_release g
+ktap_check "its_last_pin_gone_without_a_rule_the_row_goes" unlisted "$gone_id"
 
 # From a cgroup namespace rooted at $NS, "$NS" is $NS$NS from the root.
 mkdir -p "$CGROOT$NS$NS"
