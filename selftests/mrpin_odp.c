@@ -16,7 +16,8 @@
  *    bytes asked), max_pinned does not;
  *  - its lifetime goes to its process's life_hist and registrations;
  *  - a process that exits with it registered leaks it: a cleanup release
- *    and a leak of 0 bytes in `leaks`.
+ *    and a leak of 0 bytes in `leaks`;
+ *  - a range that wraps fails with EOVERFLOW, told as invalid.
  *
  * rxe gained ODP in later kernels than Debian 12's: where the device does
  * not report it, the whole program skips, saying so.
@@ -277,6 +278,38 @@ TEST_F(odp, exit_with_it_registered_is_a_leak_of_no_bytes)
 	leak_row(comm, 0, &lafter);
 	EXPECT_EQ(lbefore.count + 1, lafter.count);
 	EXPECT_EQ(lbefore.bytes, lafter.bytes);
+}
+
+/*
+ * A range that wraps past the top of the address space: ib_core's ODP
+ * path refuses it with EOVERFLOW (the plain path says EINVAL), a failure
+ * told as invalid, for the bytes asked, with nothing charged.
+ */
+TEST_F(odp, range_that_wraps_fails_as_invalid_with_eoverflow)
+{
+	void *top = (void *)~(uintptr_t)(PAGE - 1);
+	struct mrpin_stats before, after;
+	struct mrpin_event ev;
+	struct ibv_mr *mr;
+	uint64_t seq;
+
+	read_stats(&before);
+	seq = next_seq();
+	ASSERT_EQ(-1, _do_reg_odp(self->f.pd, top, 2 * PAGE, &mr));
+	EXPECT_EQ(EOVERFLOW, errno) {
+		TH_LOG("ODP ibv_reg_mr(%p, %zu): %s", top, (size_t)(2 * PAGE),
+		       strerror(errno));
+	}
+	ASSERT_EQ(1, events_since(seq, getpid(), NULL, &ev, 1));
+	check_event(&ev, "fail", getpid(), 0, "process", "invalid", 2 * PAGE,
+		    MRPIN_ANY, mrpin_memlock_bytes());
+	EXPECT_EQ((uint64_t)EOVERFLOW, ev.err);
+	read_stats(&after);
+	EXPECT_EQ(before.failures_invalid_total + 1,
+		  after.failures_invalid_total);
+	EXPECT_EQ(before.failures_total + 1, after.failures_total);
+	EXPECT_EQ(before.pins, after.pins);
+	EXPECT_EQ(before.pinned_bytes, after.pinned_bytes);
 }
 
 /* Whether the device under test registers ODP MRs: 0, or why not. */

@@ -7,8 +7,9 @@
 # doctor`, which says when only the global rule bounds who pins), and
 # `rmmod mrpin` fails with EBUSY at once instead of waiting for it (in D
 # state, a hung task); once the pin can go on, the registration completes,
-# is recorded (state pinned) and releases as usual, and mrpin unloads.
-# mrpin is left loaded.  The pin is made to wait as a page of a FUSE file
+# is recorded (state pinned) and releases as usual, and mrpin unloads; a
+# stuck registration killed fails (cause other, EINTR) and its charge goes
+# back.  mrpin is left loaded.  The pin is made to wait as a page of a FUSE file
 # whose server does not answer would make it (mrpin_stall): in the first
 # page's write fault on a frozen ext4 file system (up to 6.4; later kernels
 # refuse a long-term writable pin of such a file at once), else in the
@@ -22,7 +23,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 require_built "$here/mrpin_stall" "$MRPIN_CTL"
 mrpin_load
 KIB=256
-ktap_plan 15
+ktap_plan 19
 
 tmp=$(mktemp -d)
 kernel_log_mark
@@ -133,7 +134,7 @@ else
 	}
 	if ! stall uffd "$KIB"; then
 		ktap_diag "userfaultfd: $(cat "$tmp/stall.out")"
-		for _ in $(seq 15); do
+		for _ in $(seq 19); do
 			ktap_skip "registration_waits_in_the_kernel" "no registration can be made to wait on this kernel: a frozen file system's write fault and a userfaultfd both failed at once"
 		done
 		ktap_finish
@@ -170,5 +171,32 @@ ktap_check "it_exits_cleanly" test $? = 0
 ktap_check "its_release_is_seen" test -z "$(proc_bytes "$pid")$(pin_bytes "$pid")"
 ktap_check "rmmod_succeeds_once_nothing_is_in_flight" rmmod mrpin
 mrpin_load
+
+# Killed while it waits, the registration fails with EINTR once the pin
+# can look at its signals (frozen: once thawed; userfaultfd: at once), a
+# failure of no cause of its own (other), and its charge goes back.
+rm -f "$tmp/stall.in" "$tmp/stall.out"
+unset 'mrpin_fds[stall]'
+others=$(mrpin_stat failures_other_total)
+dd if="$MRPIN_DIR/events" iflag=nonblock status=none of=/dev/null 2>/dev/null
+args=("$KIB")
+[ "$mode" != freeze ] || args=("$mnt/file" "$KIB")
+if stall "$mode" "${args[@]}"; then
+	kill -KILL "$pid"
+	go_on 2>/dev/null
+	wait "$pid" 2>/dev/null
+	ktap_check "a_killed_stuck_registration_dies" eval '! kill -0 "$pid" 2>/dev/null'
+else
+	ktap_fail "a_killed_stuck_registration_dies"
+	ktap_diag "the second registration did not wait: $(cat "$tmp/stall.out")"
+fi
+dd if="$MRPIN_DIR/events" iflag=nonblock status=none 2>/dev/null >"$tmp/events"
+ktap_check "its_failure_is_other_with_eintr" \
+	eval 'awk -v p="$pid" "\$3 == \"fail\" && \$4 == p && \$8 == \"other\" && \$12 == 4" "$tmp/events" | grep -q . ||
+		{ ktap_diag "events: $(tail -n 3 "$tmp/events")"; false; }'
+ktap_check "counted_as_other" \
+	test "$(mrpin_stat failures_other_total)" = $((${others:-0} + 1))
+ktap_check "and_its_charge_went_back" \
+	test -z "$(proc_bytes "$pid")$(pin_bytes "$pid")"
 ktap_check_kernel_log "kernel_log_has_no_new_problems"
 ktap_finish
