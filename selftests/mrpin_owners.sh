@@ -5,7 +5,8 @@
 # (proc_records, user_records, cgroup_records); after short-lived processes,
 # each of a user of its own, register and exit, the records of the
 # processes and of the users are freed within seconds, with no new
-# registration to reap them.  Real registrations (mrpin_pinner on rxe0) as
+# registration to reap them.  What mrpin allocates for a registration is
+# charged to the memory cgroup of the process that registers.  Real registrations (mrpin_pinner on rxe0) as
 # real uids (setpriv); the counts come from what ran here.
 . "$(dirname "$0")/lib.sh"
 
@@ -16,7 +17,7 @@ require_built "$MRPIN_PINNER"
 command -v setpriv >/dev/null || ktap_skip_all "setpriv (util-linux) is missing"
 N=40
 UID0=2000000
-ktap_plan 5
+ktap_plan 7
 
 tmp=$(mktemp -d)
 kernel_log_mark
@@ -57,6 +58,52 @@ ktap_check "the_exited_processes_records_are_freed" \
 	eval 'DEADLINE=10 until_true "process records back to $procs0" records_at_most proc "${procs0:-0}"'
 ktap_check "the_users_records_are_freed" \
 	eval 'DEADLINE=10 until_true "user records back to $users0" records_at_most user "${users0:-0}"'
+
+# What mrpin allocates for a registration is charged to the memory cgroup
+# of the process that registers: a process in a cgroup of its own holds
+# 1 then 1 + N MRs, and the cgroup's slab grows by N pin records more with
+# mrpin loaded than without (each measure in a new cgroup).
+CG=/sys/fs/cgroup/mrpin_owners_memcg
+N=1000
+echo +memory >/sys/fs/cgroup/cgroup.subtree_control
+pin_size=$(cat /sys/kernel/slab/mrpin_pin/object_size 2>/dev/null)
+
+# slab_with MRS: the slab bytes of a new cgroup whose one process holds
+# MRS MRs of a page each.
+slab_with() {
+	local slab
+
+	rmdir "$CG" 2>/dev/null
+	mkdir "$CG" || return 1
+	# shellcheck disable=SC2046
+	mrpin_hold memcg bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' \
+		_ "$CG" "$MRPIN_PINNER" $(printf '4K %.0s' $(seq "$1")) || return 1
+	slab=$(awk '$1 == "slab" { print $2 }' "$CG/memory.stat")
+	mrpin_release memcg
+	rm -f "$tmp/memcg.in" "$tmp/memcg.out"
+	unset 'mrpin_fds[memcg]'
+	for _ in $(seq 50); do
+		rmdir "$CG" 2>/dev/null && break
+		sleep 0.1
+	done
+	echo "$slab"
+}
+# per_mrs: the slab of N MRs more than of one.
+per_mrs() {
+	local one many
+
+	one=$(slab_with 1) && many=$(slab_with $((N + 1))) &&
+		[ -n "$one" ] && [ -n "$many" ] && echo $((many - one))
+}
+with=$(per_mrs)
+mrpin_unload
+without=$(per_mrs)
+mrpin_load
+ktap_diag "a cgroup's slab for $N MRs: ${with:-?} bytes with mrpin, ${without:-?} without; a pin record is ${pin_size:-?} bytes"
+ktap_check "mrpins_pin_records_are_charged_to_the_registering_cgroup" \
+	eval '[ -n "$with" ] && [ -n "$without" ] && [ -n "$pin_size" ] &&
+		[ $((with - without)) -ge $((N * pin_size * 9 / 10)) ]'
+ktap_check "mrpin_reloaded" mrpin_loaded
 
 ktap_check_kernel_log "no_kernel_problem_logged"
 ktap_finish
