@@ -220,6 +220,51 @@ for s in "$@"; do
 	rows+=("$(step_result "$s")")
 done
 
+# times_table STEP...: each test's seconds in each step (its "# NAME: Ns"
+# line), the costliest first, "-" where a step did not run it: a test
+# that grew slower shows in the run that made it so.
+times_table() {
+	local s logs=() steps=()
+
+	for s in "$@"; do
+		grep -qE '^# [[:alnum:]_.-]+: [0-9]+s$' "$work/$s.log" 2>/dev/null || continue
+		logs+=("$work/$s.log")
+		steps+=("$s")
+	done
+	[ ${#logs[@]} -gt 0 ] || return 0
+	echo
+	awk -v steps="${steps[*]}" '
+		BEGIN { n = split(steps, st, " ") }
+		FNR == 1 { k++ }
+		/^# [[:alnum:]_.-]+: [0-9]+s$/ {
+			t = substr($2, 1, length($2) - 1)
+			sec = substr($3, 1, length($3) - 1)
+			if (!(t in total)) names[++m] = t
+			time[t, k] += sec
+			total[t] += sec
+			ran[t, k] = 1
+		}
+		END {
+			for (i = 1; i <= m; i++) {
+				t = names[i]
+				line = total[t] " " t
+				for (j = 1; j <= n; j++)
+					line = line " " ((t, j) in ran ? time[t, j] : "-")
+				print line
+			}
+		}' "${logs[@]}" | sort -k1,1nr -k2,2 | {
+		printf '%-28s' "test (seconds)"
+		printf ' %8s' "${steps[@]}"
+		printf '\n'
+		# shellcheck disable=SC2086
+		while read -r _ name cells; do
+			printf '%-28s' "$name"
+			printf ' %8s' $cells
+			printf '\n'
+		done
+	}
+}
+
 total_p=0 total_f=0 total_s=0
 echo
 printf '%-14s %8s %8s %8s %9s\n' step passed failed skipped seconds
@@ -230,5 +275,6 @@ for r in "${rows[@]}"; do
 done
 printf '%-14s %8s %8s %8s %9s\n' all "$total_p" "$total_f" "$total_s" \
 	"$(($(date +%s) - start_all))"
+times_table "$@"
 echo "$total_p passed, $total_f failed, $total_s skipped"
 [ "$total_f" = 0 ]
