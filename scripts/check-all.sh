@@ -220,14 +220,15 @@ for s in "$@"; do
 	rows+=("$(step_result "$s")")
 done
 
-# times_table STEP...: each test's seconds in each step (its "# NAME: Ns"
-# line), the costliest first, "-" where a step did not run it: a test
+# times_table STEP...: each test program's seconds in each step (its "#
+# NAME: Ns" line; install-test's points are its step's), the costliest
+# first, "-" where a step did not run it: a test
 # that grew slower shows in the run that made it so.
 times_table() {
 	local s logs=() steps=()
 
 	for s in "$@"; do
-		grep -qE '^# [[:alnum:]_.-]+: [0-9]+s$' "$work/$s.log" 2>/dev/null || continue
+		grep -qE '^# mrpin[[:alnum:]_.-]*: [0-9]+s$' "$work/$s.log" 2>/dev/null || continue
 		logs+=("$work/$s.log")
 		steps+=("$s")
 	done
@@ -236,7 +237,7 @@ times_table() {
 	awk -v steps="${steps[*]}" '
 		BEGIN { n = split(steps, st, " ") }
 		FNR == 1 { k++ }
-		/^# [[:alnum:]_.-]+: [0-9]+s$/ {
+		/^# mrpin[[:alnum:]_.-]*: [0-9]+s$/ {
 			t = substr($2, 1, length($2) - 1)
 			sec = substr($3, 1, length($3) - 1)
 			if (!(t in total)) names[++m] = t
