@@ -109,8 +109,8 @@ static int race_fn(void *arg)
 }
 
 /* One case at the edges: the counter at @start, add @n under @max. */
-static int edge(const char *what, s64 start, u64 n, u64 max, bool fits,
-		u64 usage_if_not)
+static int check_edge(const char *what, s64 start, u64 n, u64 max,
+		      bool fits, u64 usage_if_not)
 {
 	atomic64_t c = ATOMIC64_INIT(start);
 	u64 usage = 0;
@@ -131,18 +131,18 @@ static int edges(void)
 {
 	int failed = 0;
 
-	failed += edge("an exact fit", 4096, 4096, 8192, true, 0);
-	failed += edge("one byte over", 4097, 4096, 8192, false, 4097);
-	failed += edge("an empty counter and an add over the limit", 0, 8193,
-		       8192, false, 0);
-	failed += edge("a counter over a lowered limit, adding nothing", 8192, 0,
-		       4096, false, 8192);
-	failed += edge("a counter at a limit of zero, adding nothing", 0, 0, 0,
-		       true, 0);
-	failed += edge("an add that would wrap past 2^64", 4096, U64_MAX, U64_MAX,
-		       false, 4096);
-	failed += edge("an add up to the largest limit", 4096, U64_MAX - 4096,
-		       U64_MAX, true, 0);
+	failed += check_edge("an exact fit", 4096, 4096, 8192, true, 0);
+	failed += check_edge("one byte over", 4097, 4096, 8192, false, 4097);
+	failed += check_edge("an empty counter and an add over the limit",
+			     0, 8193, 8192, false, 0);
+	failed += check_edge("a counter over a lowered limit, adding nothing",
+			     8192, 0, 4096, false, 8192);
+	failed += check_edge("a counter at a limit of zero, adding nothing",
+			     0, 0, 0, true, 0);
+	failed += check_edge("an add that would wrap past 2^64",
+			     4096, U64_MAX, U64_MAX, false, 4096);
+	failed += check_edge("an add up to the largest limit",
+			     4096, U64_MAX - 4096, U64_MAX, true, 0);
 	return failed;
 }
 
