@@ -21,7 +21,8 @@ ktap_plan 7
 
 tmp=$(mktemp -d)
 kernel_log_mark
-trap 'rm -rf "$tmp"' EXIT
+CG=/sys/fs/cgroup/mrpin_owners_memcg
+trap 'rmdir "$CG" 2>/dev/null; rm -rf "$tmp"' EXIT
 
 # records_at_most KIND N: KIND_records is N or fewer.
 records_at_most() {
@@ -63,8 +64,8 @@ ktap_check "the_users_records_are_freed" \
 # of the process that registers: a process in a cgroup of its own holds
 # 1 then 1 + N MRs, and the cgroup's slab grows by N pin records more with
 # mrpin loaded than without (each measure in a new cgroup).
-CG=/sys/fs/cgroup/mrpin_owners_memcg
 N=1000
+page=$(getconf PAGESIZE)
 echo +memory >/sys/fs/cgroup/cgroup.subtree_control
 pin_size=$(cat /sys/kernel/slab/mrpin_pin/object_size 2>/dev/null)
 
@@ -77,7 +78,7 @@ slab_with() {
 	mkdir "$CG" || return 1
 	# shellcheck disable=SC2046
 	mrpin_hold memcg bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' \
-		_ "$CG" "$MRPIN_PINNER" $(printf '4K %.0s' $(seq "$1")) || return 1
+		_ "$CG" "$MRPIN_PINNER" $(printf "$page %.0s" $(seq "$1")) || return 1
 	slab=$(awk '$1 == "slab" { print $2 }' "$CG/memory.stat")
 	mrpin_release memcg
 	rm -f "$tmp/memcg.in" "$tmp/memcg.out"
