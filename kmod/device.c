@@ -13,7 +13,9 @@
  * when memory stays pinned after removal: the umem's release runs after
  * every client's remove() (ib_uverbs cleans up its objects last) and must
  * still find something to uncharge.  Records are freed through RCU because
- * the pin path finds them under rcu_read_lock(), racing with removal.
+ * the pin path finds them under rcu_read_lock(), racing with removal.  They
+ * live in a slab cache of their own (mrpin_dev), so fault injection can
+ * fail a device's add alone.
  *
  * Locking: mrpin_devs_lock (mutex) protects the list and the stores to
  * mrpin_devs_by_index (which has its own lock for readers under RCU);
@@ -23,13 +25,18 @@
 #include <linux/slab.h>
 #include <rdma/ib_verbs.h>
 
-#include "compat.h"
 #include "mrpin.h"
 
 LIST_HEAD(mrpin_devs);
 /* Protects mrpin_devs and the stores to mrpin_devs_by_index. */
 DEFINE_MUTEX(mrpin_devs_lock);
 static DEFINE_XARRAY(mrpin_devs_by_index);
+static struct kmem_cache *mrpin_dev_cache;
+
+static void mrpin_dev_free_rcu(struct rcu_head *rcu)
+{
+	kmem_cache_free(mrpin_dev_cache, container_of(rcu, struct mrpin_dev, rcu));
+}
 
 static void mrpin_dev_free(struct kref *ref)
 {
@@ -40,7 +47,7 @@ static void mrpin_dev_free(struct kref *ref)
 		  "mrpin: device %s freed with %lld pins, %lld bytes\n",
 		  dev->name, atomic64_read(&dev->usage.pins),
 		  atomic64_read(&dev->usage.pinned_bytes));
-	kfree_rcu(dev, rcu);
+	call_rcu(&dev->rcu, mrpin_dev_free_rcu);
 }
 
 /**
@@ -100,7 +107,7 @@ int mrpin_dev_add(struct ib_device *ibdev)
 	struct mrpin_dev *dev;
 	int ret;
 
-	dev = kzalloc_obj(*dev, GFP_KERNEL);
+	dev = kmem_cache_zalloc(mrpin_dev_cache, GFP_KERNEL);
 	if (!dev)
 		return -ENOMEM;
 	kref_init(&dev->ref);
@@ -115,7 +122,7 @@ int mrpin_dev_add(struct ib_device *ibdev)
 		list_add_tail(&dev->node, &mrpin_devs);
 	mutex_unlock(&mrpin_devs_lock);
 	if (ret)
-		kfree(dev);
+		kmem_cache_free(mrpin_dev_cache, dev);
 	return ret;
 }
 
@@ -159,7 +166,21 @@ void mrpin_dev_rename(struct ib_device *ibdev)
 }
 
 /**
- * mrpin_device_exit() - check that every device record is gone
+ * mrpin_device_init() - set up the device records' cache
+ *
+ * Context: process context, before the ib_client is registered.
+ * Return: 0 or -ENOMEM.
+ */
+int mrpin_device_init(void)
+{
+	mrpin_dev_cache = mrpin_cache_create("mrpin_dev",
+					     sizeof(struct mrpin_dev));
+	return mrpin_dev_cache ? 0 : -ENOMEM;
+}
+
+/**
+ * mrpin_device_exit() - check that every device record is gone, and free
+ * the cache
  *
  * Context: process context, after the ib_client is unregistered and every
  * pin record has been dropped.
@@ -168,4 +189,6 @@ void mrpin_device_exit(void)
 {
 	WARN_ONCE(!list_empty(&mrpin_devs), "mrpin: device records left\n");
 	xa_destroy(&mrpin_devs_by_index);
+	rcu_barrier();	/* the records' mrpin_dev_free_rcu() */
+	kmem_cache_destroy(mrpin_dev_cache);
 }

@@ -30,9 +30,12 @@ static int __init mrpin_init(void)
 	ret = mrpin_pin_init();
 	if (ret)
 		goto err_distinct;
-	ret = mrpin_client_init();
+	ret = mrpin_device_init();
 	if (ret)
 		goto err_pin;
+	ret = mrpin_client_init();
+	if (ret)
+		goto err_device;
 	mrpin_debugfs_init();
 	ret = mrpin_securityfs_init();
 	if (ret)
@@ -48,6 +51,7 @@ err_securityfs:
 err_debugfs:
 	mrpin_debugfs_exit();
 	mrpin_client_exit();
+err_device:
 	mrpin_device_exit();
 err_pin:
 	mrpin_pin_exit();

@@ -149,6 +149,7 @@ extern struct mutex mrpin_devs_lock;
 int mrpin_dev_add(struct ib_device *ibdev);
 void mrpin_dev_remove(struct ib_device *ibdev);
 void mrpin_dev_rename(struct ib_device *ibdev);
+int mrpin_device_init(void);
 void mrpin_device_exit(void);
 struct mrpin_dev *mrpin_dev_get(struct ib_device *ibdev);
 void mrpin_dev_put(struct mrpin_dev *dev);

@@ -4,9 +4,10 @@
  * module's: the bottom layer.
  *
  * mrpin_cache_create(): each kind of record (pins, processes, users,
- * cgroups) lives in a slab cache of its own, so that its objects show in
- * /proc/slabinfo and fault injection can aim at mrpin alone.  pin.c and
- * account.c both make caches; neither may use the other's functions.
+ * cgroups, devices) lives in a slab cache of its own, so that its objects
+ * show in /proc/slabinfo and fault injection can aim at mrpin alone.
+ * pin.c, account.c and device.c make caches; none may use another's
+ * functions.
  *
  * mrpin_escape_set, mrpin_escape(): the one way the module writes a name
  * that a user chose (a comm, a cgroup path) into a view, an event or the

@@ -3,17 +3,19 @@
 #
 # Allocation failure inside mrpin, with failslab aimed at mrpin's own slab
 # caches: the record of the pin, of its process, of its user and of its
-# cgroup.  The test VM boots a failslab kernel with slub_debug=A,mrpin_*,
-# which marks those caches for failslab's cache-filter; failslab's `space`
-# (bytes allocated before failures start) aims at one of them, as a pin
-# allocates its records in that order.  When one of them
-# cannot be allocated, a registration is refused with ENOMEM under the
+# cgroup, and the record of a device.  The test VM boots a failslab kernel
+# with slub_debug=A,mrpin_*, which marks those caches for failslab's
+# cache-filter; failslab's `space` (bytes allocated before failures start)
+# aims at one of them, as a pin allocates its records in that order.  When
+# one of them cannot be allocated, a registration is refused with ENOMEM under the
 # global action=enforce (nomem_denials_total counts it) and is made
 # untracked under action=warn (unrecorded_pins_total counts it, its release
 # is an untracked release).  Nothing is charged in either case: the live
 # counters stay exact, through a run of random failures too, and the kernel
 # log stays clean (and the test VM's kmemleak scan after the last rmmod
-# finds nothing).
+# finds nothing).  A device whose record cannot be made is logged, has no
+# row, and its pins go untracked; its removal leaves its driver watched for
+# the other devices.
 #
 # Needs CONFIG_FAILSLAB and CONFIG_FAULT_INJECTION_DEBUG_FS: the debug
 # kernel (make check-debug).
@@ -25,11 +27,11 @@ mrpin_load
 FS=/sys/kernel/debug/failslab
 CACHES="mrpin_pin mrpin_proc mrpin_user mrpin_cgroup"
 [ -d $FS ] || ktap_skip_all "the kernel has no failslab (CONFIG_FAILSLAB): make check-debug runs this test"
-for c in $CACHES; do
+for c in $CACHES mrpin_dev; do
 	[ "$(cat /sys/kernel/slab/$c/failslab 2>/dev/null)" = 1 ] ||
 		ktap_skip_all "the $c cache is not marked for failslab: boot with slub_debug=A,mrpin_*"
 done
-ktap_plan 44
+ktap_plan 51
 
 here=$(cd "$(dirname "$0")" && pwd)
 PINNER=$here/mrpin_pinner
@@ -51,6 +53,8 @@ cleanup() {
 	done <<<"$fs_saved"
 	[ -f "$saved_policy" ] && cat "$saved_policy" >$LIMITS
 	rmdir $CG/mrpin_fs_* 2>/dev/null
+	rdma link delete mrpin_fs_rxe 2>/dev/null
+	ip link del mrpin_fs_d 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -231,6 +235,44 @@ for action in enforce warn; do
 	fi
 done
 set_action enforce
+
+# A device added while mrpin_dev fails: ib_core adds it without mrpin
+# (it calls no remove() of a client whose add() failed), which says so in
+# the log; its pins go untracked, and its removal leaves rxe's
+# rxe_reg_user_mr() watched for rxe0.
+TRACE=/sys/kernel/tracing
+[ -f $TRACE/enabled_functions ] || mount -t tracefs tracefs $TRACE
+watched() {
+	grep -q '^rxe_reg_user_mr\b' $TRACE/enabled_functions
+}
+ip link add mrpin_fs_d type dummy
+ip link set mrpin_fs_d up
+ktap_check "rxe_driver_is_watched" watched
+failslab_on 100
+rdma link add mrpin_fs_rxe type rxe netdev mrpin_fs_d
+status=$?
+failslab_off
+kernel_log_read
+ktap_check "failed_device_add_leaves_the_device_to_ib_core" test $status = 0
+ktap_check "failed_device_add_is_logged" \
+	grep -q 'mrpin: mrpin_fs_rxe: cannot track this device (-12)' \
+	<<<"$kernel_log"
+ktap_check "failed_device_has_no_row" \
+	eval '! grep -q "^mrpin_fs_rxe " $MRPIN_DIR/devices'
+made=$(mrpin_stat pins_total)
+untracked=$(mrpin_stat untracked_releases_total)
+MRPIN_TEST_DEV=mrpin_fs_rxe run_pinner mrpin_pin 1M </dev/null >/dev/null 2>$tmp/err
+status=$?
+ktap_check "failed_device_pins_go_untracked" \
+	eval 'test $status = 0 && test "$(mrpin_stat pins_total)" = $made &&
+	      test "$(mrpin_stat untracked_releases_total)" = $((untracked + 1))'
+rdma link delete mrpin_fs_rxe
+ktap_check "failed_device_removal_keeps_its_driver_watched" watched
+rdma link add mrpin_fs_rxe type rxe netdev mrpin_fs_d
+ktap_check "device_added_again_is_tracked" \
+	eval 'grep -q "^mrpin_fs_rxe " $MRPIN_DIR/devices'
+rdma link delete mrpin_fs_rxe
+ip link del mrpin_fs_d
 
 # With failslab off again, pins are tracked as before.
 made=$(mrpin_stat pins_total)
