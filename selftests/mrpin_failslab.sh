@@ -7,15 +7,15 @@
 # with slub_debug=A,mrpin_*, which marks those caches for failslab's
 # cache-filter; failslab's `space` (bytes allocated before failures start)
 # aims at one of them, as a pin allocates its records in that order.  When
-# one of them cannot be allocated, a registration is refused with ENOMEM under the
-# global action=enforce (nomem_denials_total counts it) and is made
-# untracked under action=warn (unrecorded_pins_total counts it, its release
-# is an untracked release).  Nothing is charged in either case: the live
-# counters stay exact, through a run of random failures too, and the kernel
-# log stays clean (and the test VM's kmemleak scan after the last rmmod
-# finds nothing).  A device whose record cannot be made is logged, has no
-# row, and its pins go untracked; its removal leaves its driver watched for
-# the other devices.
+# one of them cannot be allocated, a registration is refused with ENOMEM
+# under the global action=enforce (nomem_denials_total counts it) and is
+# made untracked under action=warn (unrecorded_pins_total counts it, its
+# release is an untracked release).  Nothing is charged in either case: the
+# live counters stay exact, through a run of random failures too, and the
+# kernel log stays clean (and the test VM's kmemleak scan after the last
+# rmmod finds nothing).  A device whose record cannot be made is logged, has
+# no row, and its pins go untracked; its removal leaves its driver watched
+# for the other devices.
 #
 # Needs CONFIG_FAILSLAB and CONFIG_FAULT_INJECTION_DEBUG_FS: the debug
 # kernel (make check-debug).
