@@ -40,32 +40,43 @@ if [ $# -eq 0 ]; then
 	[ $# -gt 0 ] || { echo "check: no selftest is listed (run make)" >&2; exit 1; }
 fi
 
-# MRPIN_CHECK_SCOPE=module: the tests of the module alone.  The tests of
-# what reads the module's files the same way on every kernel (mrpinctl's
-# commands against the live module, its export as Prometheus reads it, and
-# the operator's install: make install, modprobe.d, the systemd units'
-# commands) report a skip that says so.  make check-all asks for it on the
-# kernels built from a source whose generic kernel another step runs in
-# full: 6.12 with PREEMPT_RT and the debug kernel (6.1, 6.12 and 7.x run
-# every test).
-userland_tests=(mrpinctl_doctor.sh mrpinctl_vm.sh mrpinctl_prometheus.sh mrpin_slurm.sh
-	mrpin_install.sh)
-scope_skipped=()
+# Where each test runs: selftests/scope.  MRPIN_CHECK_SCOPE=kernel runs
+# the tests whose result depends on the kernel alone, and says which it
+# left out: make check-all asks for it on every kernel but the reference
+# one, which runs them all (MRPIN_CHECK_SCOPE=all, the default).
+scope_file=$repo/selftests/scope
+declare -A where=()
+while read -r t w _; do
+	case "$t" in '' | '#'*) continue ;; esac
+	case "$w" in
+	kernel | once) where[$t]=$w ;;
+	*) echo "check: $scope_file: $t: '$w' is neither kernel nor once" >&2; exit 2 ;;
+	esac
+done <"$scope_file"
+for t in "$@"; do
+	[ -n "${where[$t]:-}" ] ||
+		{ echo "check: $scope_file has no line for $t: say whether it is a kernel test or a once test" >&2; exit 2; }
+done
+scope_left=()
 case "${MRPIN_CHECK_SCOPE:-all}" in
 all) ;;
-module)
+kernel)
 	kept=()
 	for t in "$@"; do
-		if [[ " ${userland_tests[*]} " == *" $t "* ]]; then
-			scope_skipped+=("$t")
+		if [ "${where[$t]}" = once ]; then
+			scope_left+=("$t")
 		else
 			kept+=("$t")
 		fi
 	done
 	set -- "${kept[@]}"
 	;;
-*) echo "check: MRPIN_CHECK_SCOPE must be all or module, not '$MRPIN_CHECK_SCOPE'" >&2; exit 2 ;;
+*) echo "check: MRPIN_CHECK_SCOPE must be all or kernel, not '$MRPIN_CHECK_SCOPE'" >&2; exit 2 ;;
 esac
+if [ ${#scope_left[@]} -gt 0 ]; then
+	echo "# check: MRPIN_CHECK_SCOPE=kernel: not run on this kernel, as what they test reads the module's files the same way on every kernel and the reference kernel runs them (selftests/scope): ${scope_left[*]}"
+fi
+[ $# -gt 0 ] || { echo "check: no test to run" >&2; exit 2; }
 
 # mrpinctl_vm.sh lints the export with promtool, which its VM reads from
 # this machine's cache (the VM's root is this machine's, read-only).
@@ -298,11 +309,6 @@ for ((i = 0; i < jobs; i++)); do
 		echo "check: VM $n ($*) failed (status $status; console in build/vm/)" >&2
 		vm_failed=$((vm_failed + 1))
 	fi
-done
-
-for t in "${scope_skipped[@]}"; do
-	echo "ok 0 selftests: mrpin: $t # SKIP MRPIN_CHECK_SCOPE=module: what it tests reads the module the same way on every kernel: it runs on the generic kernels" |
-		tee -a "$ktap"
 done
 
 passed=$(grep -Ec '^ok [0-9]+ ' "$ktap")

@@ -56,6 +56,15 @@ chmod 1777 /tmp
 hostname mrpin-vm
 taint_boot=$(cat /proc/sys/kernel/tainted)
 
+# Tests run programs as other users (uid 1000, a Slurm job's user), who
+# must reach the tree whatever the directories above the clone allow (a
+# clone under /root, or in a `mktemp -d` directory: mode 0700).  The
+# commands run in it by a path of its own under /run, which everyone may
+# enter.
+mkdir -p /run/mrpin-repo && mount --bind "$REPO" /run/mrpin-repo ||
+	{ say "cannot bind $REPO at /run/mrpin-repo"; finish 125; }
+REPO=/run/mrpin-repo MRPIN_REPO=/run/mrpin-repo
+
 # The test kernel's modules live in the host's cache, not in /lib/modules.
 mkdir -p "/lib/modules/$KVER"
 mount --bind "$MODDIR" "/lib/modules/$KVER"

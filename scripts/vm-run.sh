@@ -144,7 +144,8 @@ VM_ROWS=$rows
 VM_COLS=$cols
 ENV
 {
-	echo "cd $(printf %q "$repo")"
+	# The guest's path of the tree (vm-guest.sh).
+	echo 'cd "$MRPIN_REPO"'
 	# Pass the caller's make-level settings that tests look at.
 	for v in KSFT_VERBOSE MRPIN_TEST_FILTER MRPIN_RELOAD_CYCLES MRPIN_LOOPS \
 		PROMTOOL PROMETHEUS NODE_EXPORTER; do
