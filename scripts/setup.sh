@@ -336,22 +336,25 @@ unpack_kernel() {
 # The Debian 13 root that builds mrpin.ko for a 7.x kernel.
 build_root() { echo "$MRPIN_CACHE/root-$1"; }
 
+# Its inputs, the packages it holds, are kept in its .complete: a root made
+# with other packages is made again.
 make_build_root() {
-	local kver=$1 root mirror
+	local kver=$1 root mirror include
 	root=$(build_root "$kver")
-	[ -f "$root/.complete" ] && return
+	include="make,gcc-14,libc6-dev,linux-headers-$kver"
+	[ "$(cat "$root/.complete" 2>/dev/null)" = "$include" ] && return
 	need_pkgs mmdebstrap
 	mirror=$(debian_mirror)
 	rm -rf "$root" "$root.tmp"
 	echo "setup: making a Debian 13 root with linux-headers-$kver in $root" >&2
 	mmdebstrap --quiet --variant=apt --mode=root \
-		--include="make,gcc-14,libc6-dev,linux-headers-$kver" \
+		--include="$include" \
 		trixie "$root.tmp" "deb $mirror trixie main" \
 		"deb $mirror trixie-backports main" >/dev/null ||
 		die "mmdebstrap of the Debian 13 root failed"
 	rm -rf "$root.tmp/var/cache/apt/archives"/*.deb
 	mv "$root.tmp" "$root"
-	touch "$root/.complete"
+	echo "$include" >"$root/.complete"
 }
 
 # --- the test kernel's source: kselftest headers, checkpatch, debug kernel ---
