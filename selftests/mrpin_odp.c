@@ -281,6 +281,39 @@ TEST_F(odp, exit_with_it_registered_is_a_leak_of_no_bytes)
 }
 
 /*
+ * An ODP registration of 0 bytes inside a page is, to the kernel, an ODP
+ * range of that page: a pin of no bytes, which max_pins counts like any
+ * other.
+ */
+TEST_F(odp, zero_length_registration_inside_a_page_counts_against_max_pins)
+{
+	char *buf = map_buf(2 * PAGE);
+	struct mrpin_proc_row row;
+	struct mrpin_pin_row pin;
+	struct ibv_mr *odp, *mr;
+	struct mrpin_event ev;
+	uint64_t seq;
+
+	self->f.quiet = false;		/* the refusal is logged */
+	set_limits("process max_pins=1\n");
+	do_reg_odp(self->f.pd, buf + 1, 0, &odp);
+	ASSERT_EQ(1, odp_pins_at(buf + 1, &pin));
+	EXPECT_EQ(0ULL, (unsigned long long)pin.pinned_bytes);
+	proc_row(getpid(), &row);
+	EXPECT_EQ(1ULL, (unsigned long long)row.pins);
+
+	seq = next_seq();
+	ASSERT_EQ(-1, _do_reg_odp(self->f.pd, buf + PAGE + 1, 0, &mr));
+	EXPECT_EQ(ENOMEM, errno);
+	ASSERT_EQ(1, events_since(seq, getpid(), "max_pins", &ev, 1));
+	check_event(&ev, "deny", getpid(), 0, "process", "max_pins", 0, 1, 1);
+
+	do_dereg(odp);
+	EXPECT_EQ(0, odp_pins_at(buf + 1, &pin));
+	munmap(buf, 2 * PAGE);
+}
+
+/*
  * A range that wraps past the top of the address space: ib_core's ODP
  * path refuses it with EOVERFLOW (the plain path says EINVAL), a failure
  * told as invalid, for the bytes asked, with nothing charged.
