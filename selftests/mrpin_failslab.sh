@@ -240,8 +240,7 @@ set_action enforce
 # (it calls no remove() of a client whose add() failed), which says so in
 # the log; its pins go untracked, and its removal leaves rxe's
 # rxe_reg_user_mr() watched for rxe0.
-TRACE=/sys/kernel/tracing
-[ -f $TRACE/enabled_functions ] || mount -t tracefs tracefs $TRACE
+TRACE=/sys/kernel/tracing	# mounted by the test VM (vm-guest.sh)
 watched() {
 	grep -q '^rxe_reg_user_mr\b' $TRACE/enabled_functions
 }
