@@ -229,7 +229,7 @@ times_table() {
 	local s logs=() steps=()
 
 	for s in "$@"; do
-		grep -qE '^# mrpin[[:alnum:]_.-]*: [0-9]+s$' "$work/$s.log" 2>/dev/null || continue
+		grep -qE '^# mrpin[[:alnum:]_.-]*: [0-9]+s(, [0-9]+ processes)?$' "$work/$s.log" 2>/dev/null || continue
 		logs+=("$work/$s.log")
 		steps+=("$s")
 	done
@@ -238,9 +238,9 @@ times_table() {
 	awk -v steps="${steps[*]}" '
 		BEGIN { n = split(steps, st, " ") }
 		FNR == 1 { k++ }
-		/^# mrpin[[:alnum:]_.-]*: [0-9]+s$/ {
+		/^# mrpin[[:alnum:]_.-]*: [0-9]+s(, [0-9]+ processes)?$/ {
 			t = substr($2, 1, length($2) - 1)
-			sec = substr($3, 1, length($3) - 1)
+			sec = $3 + 0
 			if (!(t in total)) names[++m] = t
 			time[t, k] += sec
 			total[t] += sec

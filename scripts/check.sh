@@ -159,32 +159,6 @@ esac
 [ "$jobs" -le $# ] || jobs=$#
 [ "$jobs" -ge 1 ] || jobs=1
 
-# Deal the tests: longest first (the listed order among equals), each to
-# the VM with the least work so far.
-declare -a lane_tests lane_work
-for ((i = 0; i < jobs; i++)); do
-	lane_tests[i]='' lane_work[i]=0
-done
-by_cost=$(for t in "$@"; do echo "${cost[$t]:-5} $t"; done | sort -s -k1,1nr | cut -d' ' -f2)
-for t in $by_cost; do
-	min=0
-	for ((i = 1; i < jobs; i++)); do
-		[ "${lane_work[i]}" -lt "${lane_work[min]}" ] && min=$i
-	done
-	lane_tests[min]+=" $t"
-	lane_work[min]=$((lane_work[min] + ${cost[$t]:-5}))
-done
-
-# A test that raises the kernel's lockdown leaves it raised for the rest of
-# the boot: it runs last in its VM.
-last=(mrpin_lockdown.sh)
-for ((i = 0; i < jobs; i++)); do
-	for t in "${last[@]}"; do
-		[[ " ${lane_tests[i]} " == *" $t "* ]] || continue
-		lane_tests[i]="${lane_tests[i]/ $t/} $t"
-	done
-done
-
 # Tests that need a boot of their own: each runs in a VM of its own after
 # the rest of the tests dealt to its lane (console
 # build/vm/console[-N]-TEST.log).  boot_args: with more on the kernel
@@ -203,8 +177,59 @@ alone=()
 # racing for it, totals left as found; the counter under every limit raced
 # in the kernel): together, in a VM of their own whose two vCPUs are two
 # host threads (multi-threaded TCG), where they interleave at the
-# instruction, not at single-threaded TCG's coarse turns.
+# instruction, not at single-threaded TCG's coarse turns.  They are dealt
+# as one, so that they cost one boot, not one per VM.
 racing=(mrpin_limits mrpin_accounting mrpin_counter.sh)
+
+# What a boot of its own adds to a test's cost (check-all's logs: from the
+# VM's start to its first test, and its power-off).
+boot_cost=15
+[ "${KFLAVOUR:-}" != debug ] || boot_cost=70
+for t in "${!boot_args[@]}" "${alone[@]}"; do
+	cost[$t]=$((${cost[$t]:-5} + boot_cost))
+done
+
+# Deal the tests: longest first (the listed order among equals), each to
+# the VM with the least work so far; the racing tests as one.
+declare -a lane_tests lane_work
+for ((i = 0; i < jobs; i++)); do
+	lane_tests[i]='' lane_work[i]=0
+done
+races='' race_cost=$boot_cost
+for t in "$@"; do
+	[[ " ${racing[*]} " == *" $t "* ]] || continue
+	races+=" $t"
+	race_cost=$((race_cost + ${cost[$t]:-5}))
+done
+by_cost=$({
+	for t in "$@"; do
+		[[ " ${racing[*]} " == *" $t "* ]] || echo "${cost[$t]:-5} $t"
+	done
+	[ -z "$races" ] || echo "$race_cost racing"
+} | sort -s -k1,1nr | cut -d' ' -f2)
+for t in $by_cost; do
+	min=0
+	for ((i = 1; i < jobs; i++)); do
+		[ "${lane_work[i]}" -lt "${lane_work[min]}" ] && min=$i
+	done
+	if [ "$t" = racing ]; then
+		lane_tests[min]+=$races
+		lane_work[min]=$((lane_work[min] + race_cost))
+	else
+		lane_tests[min]+=" $t"
+		lane_work[min]=$((lane_work[min] + ${cost[$t]:-5}))
+	fi
+done
+
+# A test that raises the kernel's lockdown leaves it raised for the rest of
+# the boot: it runs last in its VM.
+last=(mrpin_lockdown.sh)
+for ((i = 0; i < jobs; i++)); do
+	for t in "${last[@]}"; do
+		[[ " ${lane_tests[i]} " == *" $t "* ]] || continue
+		lane_tests[i]="${lane_tests[i]/ $t/} $t"
+	done
+done
 
 # A lane's VM gives up after MRPIN_VM_TIMEOUT seconds, by default four
 # times the work dealt to it and ten minutes more: a lane of every test in

@@ -27,7 +27,10 @@ for t in "$@"; do
 done
 # shellcheck source=/dev/null
 . "$BASE_DIR/kselftest/runner.sh"
-# run_many's loop, with the time each program took as a diagnostic line.
+# run_many's loop, with the time each program took, and the processes the
+# system started meanwhile (on the debug kernel each costs about a tenth of
+# a second), as a diagnostic line.
+forks() { awk '$1 == "processes" { print $2 }' /proc/stat; }
 echo "TAP version 13"
 echo "1..${#tests[@]}"
 DIR=${PWD#"$BASE_DIR"/}
@@ -35,6 +38,7 @@ test_num=0
 for TEST in "${tests[@]}"; do
 	test_num=$((test_num + 1))
 	started=$SECONDS
+	forks0=$(forks)
 	run_one "$DIR" "$TEST" "$test_num"
-	echo "# $(basename "$TEST"): $((SECONDS - started))s"
+	echo "# $(basename "$TEST"): $((SECONDS - started))s, $(($(forks) - forks0)) processes"
 done
