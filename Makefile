@@ -16,6 +16,9 @@
 #   make demo       a real RDMA workload in the VM, and what mrpin sees
 #   make bench      benchmarks in the VM, with mrpin loaded and unloaded:
 #                   instructions counted by a QEMU plugin, and times
+#   make profile    where the test kernel spends a command's instructions,
+#                   by function and by checker (PROFILE='ARGS' for
+#                   scripts/vm-profile.sh; default: 20 runs of /bin/true)
 #   make shell      a root shell in the VM with rxe0 up and mrpin loaded
 #   make stack      the module built with -fstack-usage: fails when a
 #                   function's frame is over 512 bytes (STACK_LIMIT=N)
@@ -64,7 +67,7 @@ IN_ROOT := $(if $(KBUILD_ROOT),$(CURDIR)/scripts/in-root.sh $(KBUILD_ROOT))
 VM := $(CURDIR)/scripts/vm-run.sh
 
 .PHONY: all setup module userspace selftests check check-debug check-all \
-	demo bench shell clean checkpatch stack layers
+	demo bench profile shell clean checkpatch stack layers
 
 all: module userspace selftests
 
@@ -114,6 +117,11 @@ $(QEMU_INSNS): selftests/qemu_insns.c
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC -O2 -Wall -Wextra -Wno-unused-parameter \
 		-I"$$($(SETUP) plugin)" -o $@ $<
+
+PROFILE ?= /bin/true
+
+profile: all $(QEMU_INSNS)
+	@$(CURDIR)/scripts/vm-profile.sh $(PROFILE)
 
 bench: all $(QEMU_INSNS)
 	@$(VM) --insns $(QEMU_INSNS) -- selftests/bench.sh insns

@@ -27,6 +27,11 @@
  *	(disjoint: HELD ranges in the process's union, none overlapping the
  *	measured one), or all on the first page of the measured buffer
  *	(same: the measured range registered HELD times already).
+ *   mrpin_bench exec RUNS WINDOW COMMAND...
+ *	on CPU 0, COMMAND run RUNS times, one after another (fork, exec,
+ *	wait), between the begin and end marks of window WINDOW, after one
+ *	run to warm up: what a process costs the kernel under test
+ *	(scripts/vm-profile.sh); fails when a run of COMMAND fails.
  *   mrpin_bench [-d DEV] owners USERS CGROUPS SECONDS
  *	the latency of 4 KiB ibv_reg_mr() + ibv_dereg_mr() (as latency
  *	SECONDS) with mrpin's owner tables as they are, then again once
@@ -102,6 +107,7 @@ static void __attribute__((noreturn)) usage(void)
 		"       mrpin_bench [-d DEV] latency SECONDS\n"
 		"       mrpin_bench [-d DEV] procs N\n"
 		"       mrpin_bench [-d DEV] insns SIZE PAIRS WINDOW [HELD disjoint|same]\n"
+		"       mrpin_bench exec RUNS WINDOW COMMAND...\n"
 		"       mrpin_bench [-d DEV] owners USERS CGROUPS SECONDS\n"
 		"       mrpin_bench [-d DEV] first N STEP exit|park|cgroup\n");
 	exit(2);
@@ -460,6 +466,47 @@ static void insns_mark(uint32_t imm)
 		die("mprotect: %s", strerror(errno));
 	((void (*)(void))code)();
 	munmap(code, BENCH_PAGE);
+}
+
+/* Run @argv once to its end; die unless it exits 0. */
+static void run_command(char **argv)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (!pid) {
+		execvp(argv[0], argv);
+		fprintf(stderr, "mrpin_bench: %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		die("waitpid: %s", strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		die("%s: exit status %#x", argv[0], status);
+}
+
+static int cmd_exec(long runs, long window, char **argv)
+{
+	cpu_set_t cpu0;
+	long i;
+
+	if (window > INSNS_MAX_WINDOW)
+		die("window %ld is over %d", window, INSNS_MAX_WINDOW);
+	/* The children inherit CPU 0, where the plugin counts. */
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	if (sched_setaffinity(0, sizeof(cpu0), &cpu0))
+		die("sched_setaffinity(CPU 0): %s", strerror(errno));
+	run_command(argv);
+	insns_mark(INSNS_MARK_MAGIC | window << 1);
+	for (i = 0; i < runs; i++)
+		run_command(argv);
+	insns_mark(INSNS_MARK_MAGIC | window << 1 | 1);
+	printf("mode=exec runs=%ld window=%ld\n", runs, window);
+	return 0;
 }
 
 /* The kB of @buf's mapping that huge pages back (smaps' AnonHugePages). */
@@ -871,9 +918,13 @@ int main(int argc, char **argv)
 	if (argc < 1)
 		usage();
 	mode = argv[0];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* No device and no pins: the command is the workload. */
+	if (!strcmp(mode, "exec") && argc >= 4)
+		return cmd_exec(parse_long(argv[1], 1), parse_long(argv[2], 0),
+				argv + 3);
 
 	raise_memlock();
-	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	if (!strcmp(mode, "regdereg") && argc == 4) {
 		size_t size = parse_size(argv[1]);
