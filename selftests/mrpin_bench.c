@@ -468,6 +468,22 @@ static void insns_mark(uint32_t imm)
 	munmap(code, BENCH_PAGE);
 }
 
+/*
+ * Check @window's number and move to CPU 0: qemu_insns.c counts the vCPU
+ * that made the begin mark, so the work stays on it.
+ */
+static void insns_window_cpu(long window)
+{
+	cpu_set_t cpu0;
+
+	if (window > INSNS_MAX_WINDOW)
+		die("window %ld is over %d", window, INSNS_MAX_WINDOW);
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	if (sched_setaffinity(0, sizeof(cpu0), &cpu0))
+		die("sched_setaffinity(CPU 0): %s", strerror(errno));
+}
+
 /* Run @argv once to its end; die unless it exits 0. */
 static void run_command(char **argv)
 {
@@ -490,16 +506,10 @@ static void run_command(char **argv)
 
 static int cmd_exec(long runs, long window, char **argv)
 {
-	cpu_set_t cpu0;
 	long i;
 
-	if (window > INSNS_MAX_WINDOW)
-		die("window %ld is over %d", window, INSNS_MAX_WINDOW);
-	/* The children inherit CPU 0, where the plugin counts. */
-	CPU_ZERO(&cpu0);
-	CPU_SET(0, &cpu0);
-	if (sched_setaffinity(0, sizeof(cpu0), &cpu0))
-		die("sched_setaffinity(CPU 0): %s", strerror(errno));
+	/* The children inherit CPU 0. */
+	insns_window_cpu(window);
 	run_command(argv);
 	insns_mark(INSNS_MARK_MAGIC | window << 1);
 	for (i = 0; i < runs; i++)
@@ -540,15 +550,7 @@ static int cmd_insns(size_t size, long pairs, long window, long held,
 	long i, warm = pairs < 100 ? pairs : 100;
 	struct ibv_mr **mrs;
 
-	cpu_set_t cpu0;
-
-	if (window > INSNS_MAX_WINDOW)
-		die("window %ld is over %d", window, INSNS_MAX_WINDOW);
-	/* qemu_insns.c counts the vCPU that made the begin mark: stay on it. */
-	CPU_ZERO(&cpu0);
-	CPU_SET(0, &cpu0);
-	if (sched_setaffinity(0, sizeof(cpu0), &cpu0))
-		die("sched_setaffinity(CPU 0): %s", strerror(errno));
+	insns_window_cpu(window);
 	/* 2 MiB aligned: a 2 MiB buffer can be one huge page. */
 	map = mmap(NULL, len + HUGE_2M, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
