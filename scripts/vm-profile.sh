@@ -8,8 +8,8 @@
 # the kernel's by family (the debug kernel's checkers: lockdep, KASAN,
 # stack traces, RCU's lockdep checks, kmemleak, debug objects; the rest)
 # and its costliest functions (selftests/insns_profile.py).  Counts, not
-# times: the same command on the same kernel gives the same figures
-# whatever else the machine runs.  A cost seen in a lane's times (a test
+# times, though the timer ticks and RCU work that land on CPU 0 follow
+# the host's pace: compare runs made on an equally loaded machine.  A cost seen in a lane's times (a test
 # that starts many processes, loads the module often) is read here as
 # the kernel's work per process or per load.
 #

@@ -17,7 +17,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from insns_report import Symbols, per_function, read_windows  # noqa: E402
 
-# A function's family: the first whose prefixes or names hold it.
+# A function's family: the first whose prefixes or names hold it (debug
+# objects' lookup_object_or_alloc before kmemleak's lookup_object).
 FAMILIES = (
     ("lockdep", ("lock_acquire", "lock_release", "__lock_acquire",
                  "__lock_release", "lockdep_", "__lockdep_", "lock_is_held",
@@ -44,14 +45,14 @@ FAMILIES = (
                             "debug_lockdep_rcu_enabled", "rcu_read_lock_held",
                             "rcu_read_lock_any_held", "rcu_read_lock_bh_held",
                             "rcu_read_lock_sched_held")),
+    ("debug objects", ("debug_object", "__debug_object", "debug_check_no_obj",
+                       "lookup_object_or_alloc", "alloc_object",
+                       "fill_pool", "free_obj_work", "__debug_check_no_obj")),
     ("kmemleak", ("kmemleak_", "__create_object", "__delete_object",
                   "create_object", "delete_object", "find_and_get_object",
                   "__find_and_get_object", "lookup_object", "__link_object",
                   "set_track_prepare", "put_object", "paint_", "mem_pool_",
                   "scan_block", "scan_object", "scan_gray_list")),
-    ("debug objects", ("debug_object", "__debug_object", "debug_check_no_obj",
-                       "lookup_object_or_alloc", "alloc_object",
-                       "fill_pool", "free_obj_work", "__debug_check_no_obj")),
 )
 
 
@@ -83,7 +84,8 @@ def main():
     print(f"per run: {m(total)} instructions, kernel {m(kernel)}, user {m(user)}")
     fams = {}
     for (name, _), n in fns.items():
-        fams[family(name)] = fams.get(family(name), 0) + n
+        fam = family(name)
+        fams[fam] = fams.get(fam, 0) + n
     print("the kernel's, by what spends them:")
     for fam, n in sorted(fams.items(), key=lambda x: -x[1]):
         print(f"  {m(n)} {share(n)}  {fam}")
