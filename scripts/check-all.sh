@@ -17,9 +17,12 @@
 # loops that only repeat what they already checked run fewer times, and
 # say so), so that the whole run fits CI's time; MRPIN_LOOPS=full
 # check-all.sh runs them at full length on 6.1.  6.1, the reference
-# kernel, runs every test; the others run the tests whose result depends
-# on the kernel (MRPIN_CHECK_SCOPE=kernel), and their output names the
-# ones they leave out: what reads the module's files the same way on
+# kernel, runs every test; 6.12 and 7.x the tests whose result depends on
+# the kernel (MRPIN_CHECK_SCOPE=series); 6.12-rt and the debug kernel, two
+# builds of 6.12, those whose result also depends on how the kernel is
+# built: the module's code paths under RT's locks and the debug kernel's
+# checkers (MRPIN_CHECK_SCOPE=kernel).  Each step's output names the tests
+# it leaves out and why: what reads the module's files the same way on
 # every kernel (mrpinctl's commands, doctor, the Prometheus and Slurm
 # tests, the install) runs once.  selftests/scope says which test is which.
 #
@@ -89,7 +92,8 @@ step_env() {
 step_cmd() {
 	case "$1" in
 	6.1) echo make check MRPIN_LOOPS="${MRPIN_LOOPS:-short}" ;;
-	6.12 | 7 | 6.12-rt) echo make check MRPIN_LOOPS=short MRPIN_CHECK_SCOPE=kernel ;;
+	6.12 | 7) echo make check MRPIN_LOOPS=short MRPIN_CHECK_SCOPE=series ;;
+	6.12-rt) echo make check MRPIN_LOOPS=short MRPIN_CHECK_SCOPE=kernel ;;
 	debug) echo make check-debug MRPIN_LOOPS=short MRPIN_CHECK_SCOPE=kernel ;;
 	install-test) echo make install-test ;;
 	esac
