@@ -175,10 +175,15 @@ static int mrpin_owner_insert(struct rhashtable *ht, struct rhash_head *head,
  * put of a record queues mrpin_reap_work, which within a second frees the
  * parked records of exited processes and of users, and looks at
  * MRPIN_REAP_WORK_BATCH cgroup records: an exited process's mm and page
- * directory, and a user's record, do not wait for the next new record.
+ * directory, and a user's record, do not wait for the next new record.  A
+ * process that deregistered its last MR and lives on leaves a parked record
+ * whose mm still has users: nothing of mrpin's runs when it exits, so the
+ * worker looks again every MRPIN_REAP_RECHECK while such a record is
+ * there.
  */
 #define MRPIN_REAP_BATCH 4
 #define MRPIN_REAP_WORK_BATCH 64
+#define MRPIN_REAP_RECHECK (5 * HZ)
 /* The next records to look at; under mrpin_owners_lock. */
 static struct list_head *mrpin_procs_cursor = &mrpin_procs;
 static struct list_head *mrpin_cgs_cursor = &mrpin_cgs;
@@ -351,14 +356,14 @@ static bool mrpin_ref_put(atomic_t *ref)
  *
  * The last reference parks the record: it stays, out of sight, for the
  * next pin of the same address space; once the address space is gone
- * (the last put of an exiting process's pins comes after), the reaper
- * frees it.
+ * (the last put of an exiting process's pins comes after it, a process's
+ * own deregistration before it), the reaper frees it.
  *
  * Context: any context.
  */
 void mrpin_proc_put(struct mrpin_proc *proc)
 {
-	if (mrpin_ref_put(&proc->ref) && !atomic_read(&proc->mm->mm_users))
+	if (mrpin_ref_put(&proc->ref))
 		mrpin_reap_soon();
 }
 
@@ -696,19 +701,31 @@ static void mrpin_reap_fn(struct work_struct *work)
 {
 	struct mrpin_proc *proc, *ptmp;
 	struct mrpin_user *user, *utmp;
+	bool living = false;
 	int i;
 
 	mutex_lock(&mrpin_owners_lock);
-	list_for_each_entry_safe(proc, ptmp, &mrpin_procs, node)
-		if (!atomic_read(&proc->ref) &&
-		    !atomic_read(&proc->mm->mm_users))
+	list_for_each_entry_safe(proc, ptmp, &mrpin_procs, node) {
+		if (atomic_read(&proc->ref))
+			continue;
+		if (atomic_read(&proc->mm->mm_users))
+			living = true;
+		else
 			mrpin_proc_del_locked(proc);
+	}
 	list_for_each_entry_safe(user, utmp, &mrpin_users, node)
 		if (!atomic_read(&user->ref))
 			mrpin_user_del_locked(user);
 	for (i = 0; i < MRPIN_REAP_WORK_BATCH / MRPIN_REAP_BATCH; i++)
 		mrpin_cg_reap_locked();
 	mutex_unlock(&mrpin_owners_lock);
+	/*
+	 * A parked record whose process lives on: look again later (at
+	 * unload, cancel_delayed_work_sync() stops this requeue too).
+	 */
+	if (living)
+		queue_delayed_work(mrpin_reap_wq, &mrpin_reap_work,
+				   MRPIN_REAP_RECHECK);
 }
 
 /**
@@ -1224,7 +1241,10 @@ void mrpin_account_exit(void)
 	struct mrpin_user *user, *utmp;
 	bool left = false;
 
-	/* Every pin is gone: no put queues the worker again. */
+	/*
+	 * Every pin is gone: no put queues the worker again, and the worker
+	 * does not requeue itself once cancelled.
+	 */
 	cancel_delayed_work_sync(&mrpin_reap_work);
 	destroy_workqueue(mrpin_reap_wq);
 	mutex_lock(&mrpin_owners_lock);

@@ -5,7 +5,8 @@
 # (proc_records, user_records, cgroup_records); after short-lived processes,
 # each of a user of its own, register and exit, the records of the
 # processes and of the users are freed within seconds, with no new
-# registration to reap them.  What mrpin allocates for a registration is
+# registration to reap them, also for a process that lives on after its
+# last deregistration and exits later.  What mrpin allocates for a registration is
 # charged to the memory cgroup of the process that registers.  Real registrations (mrpin_pinner on rxe0) as
 # real uids (setpriv); the counts come from what ran here.
 . "$(dirname "$0")/lib.sh"
@@ -17,7 +18,7 @@ require_built "$MRPIN_PINNER"
 command -v setpriv >/dev/null || ktap_skip_all "setpriv (util-linux) is missing"
 N=40
 UID0=2000000
-ktap_plan 7
+ktap_plan 8
 
 tmp=$(mktemp -d)
 kernel_log_mark
@@ -59,6 +60,13 @@ ktap_check "the_exited_processes_records_are_freed" \
 	eval 'DEADLINE=10 until_true "process records back to $procs0" records_at_most proc "${procs0:-0}"'
 ktap_check "the_users_records_are_freed" \
 	eval 'DEADLINE=10 until_true "user records back to $users0" records_at_most user "${users0:-0}"'
+# A process that deregisters its MRs and lives on: nothing of mrpin's runs
+# when it exits later, yet its record goes within seconds of that too.
+"$MRPIN_PINNER" --linger 3 4096 </dev/null >"$tmp/linger.out" 2>&1 ||
+	ktap_diag "the lingering registration failed: $(cat "$tmp/linger.out")"
+ktap_check "the_record_of_a_process_that_exited_after_its_last_deregistration_is_freed" \
+	eval 'grep -q "^deregistered$" "$tmp/linger.out" &&
+		DEADLINE=10 until_true "process records back to $procs0" records_at_most proc "${procs0:-0}"'
 
 # What mrpin allocates for a registration is charged to the memory cgroup
 # of the process that registers: a process in a cgroup of its own holds

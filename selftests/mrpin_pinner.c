@@ -3,7 +3,7 @@
  * mrpin_pinner: register memory regions and hold them, for mrpin's tests.
  *
  *   mrpin_pinner [--dev NAME] [--also NAME]... [--threads N] [--hold]
- *                [--no-dereg] SIZE[@OFFSET]...
+ *                [--no-dereg] [--linger SECONDS] SIZE[@OFFSET]...
  *
  * Each SIZE[@OFFSET] is one MR of SIZE bytes that starts OFFSET bytes into
  * a buffer of its own (page-aligned, mmap'd and touched); sizes take a K,
@@ -11,7 +11,9 @@
  * thread i % N.  Prints "mr START LENGTH" (decimal) per MR and then
  * "ready" once they are all registered, then waits until stdin reaches
  * EOF, or with --hold until SIGTERM or SIGINT.  It then deregisters them,
- * unless --no-dereg: it exits (0) with the MRs still registered.
+ * unless --no-dereg: it exits (0) with the MRs still registered.  With
+ * --linger S it lives S seconds more after deregistering them (a process
+ * that goes on without MRs), then exits.
  *
  * With --also NAME, each MR's range is registered once more on device
  * NAME, after the first device's MRs are made (the same buffer on several
@@ -122,7 +124,7 @@ static void *register_mrs(void *arg)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: mrpin_pinner [--dev NAME] [--also NAME]... [--threads N] [--hold] [--no-dereg] SIZE[@OFFSET]...\n");
+	fprintf(stderr, "usage: mrpin_pinner [--dev NAME] [--also NAME]... [--threads N] [--hold] [--no-dereg] [--linger SECONDS] SIZE[@OFFSET]...\n");
 	exit(2);
 }
 
@@ -176,6 +178,7 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' },
 		{ "hold", no_argument, NULL, 'h' },
 		{ "no-dereg", no_argument, NULL, 'n' },
+		{ "linger", required_argument, NULL, 'l' },
 		{ }
 	};
 	const char *dev = mrpin_dev_name();
@@ -185,7 +188,7 @@ int main(int argc, char **argv)
 	struct pinner_thread *threads;
 	struct ibv_context *ctx;
 	struct pinner_mr *mrs;
-	int nthreads = 1, nmrs, i, c, sig, ret = 0;
+	int nthreads = 1, linger = 0, nmrs, i, c, sig, ret = 0;
 	struct ibv_pd *pd;
 	char buf[64];
 	sigset_t set;
@@ -210,6 +213,11 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			dereg = false;
+			break;
+		case 'l':
+			linger = atoi(optarg);
+			if (linger < 1)
+				usage();
 			break;
 		default:
 			usage();
@@ -298,5 +306,10 @@ int main(int argc, char **argv)
 	ibv_close_device(ctx);
 	free(threads);
 	free(mrs);
+	if (linger) {
+		printf("deregistered\n");
+		fflush(stdout);
+		sleep(linger);
+	}
 	return ret;
 }
