@@ -172,7 +172,8 @@ static int mrpin_owner_insert(struct rhashtable *ht, struct rhash_head *head,
  * A new record costs O(1), and a full round of a list of N records takes
  * N / MRPIN_REAP_BATCH new records, during which it gains fewer than that:
  * records parked for good stay a fraction of the live ones.  And the last
- * put of a record queues mrpin_reap_work, which within a second frees the
+ * put of a record queues mrpin_reap_work, which within a second (or
+ * MRPIN_REAP_RECHECK, when a second look is already queued) frees the
  * parked records of exited processes and of users, and looks at
  * MRPIN_REAP_WORK_BATCH cgroup records: an exited process's mm and page
  * directory, and a user's record, do not wait for the next new record.  A
