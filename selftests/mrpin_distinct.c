@@ -196,7 +196,8 @@ static uint64_t model_union(const char *buf, const struct model_mr *mrs,
 	return bytes;
 }
 
-TEST_F(distinct, random_overlapping_mrs_match_the_union_of_their_pages)
+/* Its 300 steps take about 30 s on the debug kernel: past the default timeout. */
+TEST_F_TIMEOUT(distinct, random_overlapping_mrs_match_the_union_of_their_pages, 300)
 {
 	size_t len = MODEL_PAGES * PAGE;
 	char *buf = mrpin_map_touched(len);
