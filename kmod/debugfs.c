@@ -335,9 +335,23 @@ static void *mrpin_pins_find(loff_t *pos)
 	return pin;
 }
 
+/*
+ * Per open file: the name of the last caller shown, looked up once for the
+ * pins of a chunk that share it (most do: one driver's registration path).
+ * A symbol lookup in a module walks its symbol table, the cost of most of a
+ * row; start() forgets it, so no name outlives the read() that looked it up.
+ */
+struct mrpin_pins_iter {
+	unsigned long caller;
+	char name[KSYM_SYMBOL_LEN];
+};
+
 static void *pins_start(struct seq_file *m, loff_t *pos)
 	__acquires(RCU)
 {
+	struct mrpin_pins_iter *it = m->private;
+
+	it->caller = 0;
 	rcu_read_lock();
 	if (*pos == 0)
 		return SEQ_START_TOKEN;
@@ -358,9 +372,10 @@ static void pins_stop(struct seq_file *m, void *v)
 
 static int pins_show(struct seq_file *m, void *v)
 {
+	struct mrpin_pins_iter *it = m->private;
 	struct mrpin_pin *pin = v;
 	char name[IB_DEVICE_NAME_MAX];
-	char *caller = m->private;	/* KSYM_SYMBOL_LEN bytes */
+	unsigned long caller;
 	u64 bytes, huge;
 	u8 flags;
 
@@ -369,9 +384,13 @@ static int pins_show(struct seq_file *m, void *v)
 		return 0;
 	}
 	mrpin_dev_name(pin->charge.dev, name, sizeof(name));
-	/* "%ps" adds " [module]": keep the function name, one column. */
-	snprintf(caller, KSYM_SYMBOL_LEN, "%ps", (void *)mrpin_pin_caller(pin));
-	caller[strcspn(caller, " ")] = '\0';
+	caller = mrpin_pin_caller(pin);
+	if (caller != it->caller || !caller) {
+		/* "%ps" adds " [module]": keep the function name, one column. */
+		snprintf(it->name, sizeof(it->name), "%ps", (void *)caller);
+		it->name[strcspn(it->name, " ")] = '\0';
+		it->caller = caller;
+	}
 	seq_printf(m, "%llu %d ", pin->id, pin->charge.proc->tgid);
 	seq_escape(m, pin->charge.proc->comm, mrpin_escape_set);
 	seq_putc(m, ' ');
@@ -380,7 +399,7 @@ static int pins_show(struct seq_file *m, void *v)
 	huge = ((u64)pin->pages_2m + pin->pages_1g) << PAGE_SHIFT;
 	flags = READ_ONCE(pin->flags);
 	seq_printf(m, " %lu %zu %llu %s %llu %d %llu %llu %llu %lu %d %d %s\n",
-		   pin->start, pin->length, bytes, caller,
+		   pin->start, pin->length, bytes, it->name,
 		   mrpin_age_ms(READ_ONCE(pin->created_ns), local_clock()),
 		   !!(flags & MRPIN_PIN_STACK), bytes - huge,
 		   (u64)pin->pages_2m << PAGE_SHIFT,
@@ -397,10 +416,10 @@ static const struct seq_operations pins_sops = {
 	.show = pins_show,
 };
 
-/* A buffer for the caller's name per open file: too big for the stack. */
 static int pins_open(struct inode *inode, struct file *file)
 {
-	return seq_open_private(file, &pins_sops, KSYM_SYMBOL_LEN) ? -ENOMEM : 0;
+	return seq_open_private(file, &pins_sops,
+				sizeof(struct mrpin_pins_iter)) ? -ENOMEM : 0;
 }
 
 static const struct file_operations pins_fops = {
