@@ -28,58 +28,40 @@ finish() {
 	sleep 30
 }
 
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-# devtmpfs has no /dev/fd and /dev/std* (udev makes them elsewhere).
-ln -sfn /proc/self/fd /dev/fd
-ln -sf /proc/self/fd/0 /dev/stdin
-ln -sf /proc/self/fd/1 /dev/stdout
-ln -sf /proc/self/fd/2 /dev/stderr
-mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts 2>/dev/null ||
-	{ mkdir -p /dev/pts && mount -t devpts devpts /dev/pts; }
-mount -t debugfs debugfs /sys/kernel/debug
-# As systemd does: mrpin's policy node and the lockdown level are there.
-mount -t securityfs securityfs /sys/kernel/security 2>/dev/null
-mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+# Stage 1 (scripts/initramfs-init) mounted /proc, /sys, debugfs,
+# securityfs, tracefs, cgroup2, /dev/pts, /dev/shm and hugetlbfs, and put
+# the tree at /run/mrpin-repo.  What follows avoids starting processes
+# where the shell can do the same: each costs about a second on the
+# debug kernel.
+REPO=/run/mrpin-repo MRPIN_REPO=/run/mrpin-repo
 # Enabling a trace event registers probes on the scheduler's tracepoints to
 # record every task's comm: patching those hot call sites while the other
 # vCPU runs them is where QEMU 7.2's multi-threaded TCG can keep running a
 # stale translation and stall that vCPU for good (seen once, as a soft
 # lockup in text_poke_bp() under the tracepoint test, now mrpin_events').  The tests
 # match trace lines by pid, which the trace keeps without it.
-echo 0 >/sys/kernel/tracing/options/record-cmd 2>/dev/null
-mount -t cgroup2 cgroup2 /sys/fs/cgroup
-mkdir -p /dev/hugepages /dev/shm /tmp
-mount -t hugetlbfs hugetlbfs /dev/hugepages
-mount -t tmpfs -o mode=1777 tmpfs /dev/shm
-chmod 1777 /tmp
-hostname mrpin-vm
-taint_boot=$(cat /proc/sys/kernel/tainted)
+echo 0 2>/dev/null >/sys/kernel/tracing/options/record-cmd
+echo mrpin-vm >/proc/sys/kernel/hostname
+read -r taint_boot </proc/sys/kernel/tainted
 
-# Tests run programs as other users (uid 1000, a Slurm job's user), who
-# must reach the tree whatever the directories above the clone allow (a
-# clone under /root, or in a `mktemp -d` directory: mode 0700).  The
-# commands run in it by a path of its own under /run, which everyone may
-# enter.
-mkdir -p /run/mrpin-repo && mount --bind "$REPO" /run/mrpin-repo ||
-	{ say "cannot bind $REPO at /run/mrpin-repo"; finish 125; }
-REPO=/run/mrpin-repo MRPIN_REPO=/run/mrpin-repo
-
-# The test kernel's modules live in the host's cache, not in /lib/modules.
-mkdir -p "/lib/modules/$KVER"
-mount --bind "$MODDIR" "/lib/modules/$KVER"
+# built_in MODULE: the test kernel has MODULE built in (the debug kernel:
+# all the test bed's drivers), so modprobe has nothing to load.
+mapfile -t builtin <"/lib/modules/$KVER/modules.builtin" 2>/dev/null
+built_in() {
+	[[ " ${builtin[*]} " == *"/$1.ko "* ]]
+}
 
 ip link set lo up
 # rxe computes its ICRC with the crypto API's crc32 on 6.1 and 6.12, which a
 # module provides and nothing asks modprobe for; on 7.x it uses the crc32
 # library, and crc32_generic is gone.
-if modprobe -n -q crc32_generic 2>/dev/null; then
+if ! built_in crc32_generic && modprobe -n -q crc32_generic 2>/dev/null; then
 	modprobe crc32_generic || say "modprobe crc32_generic failed"
 fi
 # Without rxe0 every test would skip or fail for want of a device: the run
 # fails here, saying why.
 for m in rdma_rxe ib_uverbs rdma_ucm; do
-	modprobe "$m" || { say "modprobe $m failed"; finish 125; }
+	built_in "$m" || modprobe "$m" || { say "modprobe $m failed"; finish 125; }
 done
 { ip link add d0 type dummy && ip link set d0 up; } ||
 	{ say "the dummy netdev d0 could not be made"; finish 125; }

@@ -89,13 +89,16 @@ if [ "$load" = 1 ] && [ ! -f "$repo/kmod/mrpin.ko" ]; then
 fi
 
 # The initramfs: busybox plus the modules that reach 9p and overlayfs, in
-# dependency order.  Rebuilt when the stage-1 script changes.
-initrd=$kdir/initramfs-$(sha1sum "$here/initramfs-init" | cut -c1-12).cpio.gz
+# dependency order.  Rebuilt when the stage-1 script or the applets it
+# uses change.
+apps="sh mount umount insmod mkdir ln chmod switch_root sleep echo cat"
+initrd=$kdir/initramfs-$({ cat "$here/initramfs-init"; echo "$apps"; } |
+	sha1sum | cut -c1-12).cpio.gz
 if [ ! -f "$initrd" ]; then
 	t=$(mktemp -d)
 	mkdir -p "$t/bin" "$t/modules" "$t/proc" "$t/sys" "$t/dev"
 	cp /bin/busybox "$t/bin/"
-	for app in sh mount umount insmod mkdir switch_root sleep echo cat; do
+	for app in $apps; do
 		ln -s busybox "$t/bin/$app"
 	done
 	install -m 0755 "$here/initramfs-init" "$t/init"
