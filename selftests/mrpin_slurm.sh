@@ -182,22 +182,41 @@ node_idle || DEADLINE=5
 
 # job NAME PIN_SIZE [SBATCH_OPTION...]: a batch job of $USER_NAME's, asking
 # for the test's memory, that registers PIN_SIZE with mrpin_pinner and
-# holds it until $tmp/NAME.release exists; its id in $jobid, its output in
-# $tmp/job/NAME.out.
+# holds it until `release NAME` (with JOB_HOLDS=0, does not hold it); its
+# id in $jobid, its output in $tmp/job/NAME.out.  The pinner holds until
+# its stdin ends: a FIFO whose one writer is this shell (opened read and
+# write, so that neither side waits for the other), closed by release.
 mkdir -p "$tmp/job"
 chown "$USER_NAME" "$tmp/job"
+declare -A hold_fd=()
 job() {
-	local name=$1 size=$2
+	local name=$1 size=$2 hold=/dev/null fd
 
 	shift 2
+	if [ "${JOB_HOLDS:-1}" = 1 ]; then
+		hold=$tmp/$name.hold
+		mkfifo -m 0644 "$hold"
+		exec {fd}<>"$hold"
+		hold_fd[$name]=$fd
+	fi
 	jobid=$(setpriv --reuid="$USER_NAME" --regid=nogroup --clear-groups \
 		sbatch --parsable --mem="${JOB_MEM_MIB}M" --chdir="$tmp/job" \
 		--output="$tmp/job/$name.out" --job-name="$name" "$@" <<JOB
 #!/bin/bash
 echo "cgroup \$(cut -d: -f3 /proc/self/cgroup)"
-$PINNER $size < <(until [ -e $tmp/$name.release ]; do sleep 0.2; done)
+exec $PINNER $size <$hold
 JOB
 	)
+}
+# release NAME...: the jobs' pinners deregister and end.
+release() {
+	local name
+
+	for name; do
+		[ -n "${hold_fd[$name]:-}" ] || continue
+		exec {hold_fd[$name]}>&-
+		unset "hold_fd[$name]"
+	done
 }
 
 # job_state ID: the job's state, as scontrol shows it.
@@ -205,15 +224,21 @@ job_state() {
 	scontrol show job -o "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'
 }
 # job_done ID...: each job ended (and is no longer completing: its epilog
-# has run).
+# has run).  One scontrol for all of them, as it is polled.
 job_done() {
-	local id
+	local jobs id line state
 
+	jobs=$(scontrol show job -o 2>/dev/null)
 	for id; do
-		case "$(job_state "$id")" in
-		'' | PENDING | CONFIGURING | RUNNING | COMPLETING) return 1 ;;
+		state=
+		while IFS= read -r line; do
+			[[ "$line" == "JobId=$id "* ]] || continue
+			[[ "$line" != *COMPLETING* ]] || return 1
+			[[ "$line" =~ \ JobState=([A-Z_]+) ]] && state=${BASH_REMATCH[1]}
+		done <<<"$jobs"
+		case "$state" in
+		'' | PENDING | CONFIGURING | RUNNING) return 1 ;;
 		esac
-		! scontrol show job -o "$id" | grep -q 'COMPLETING' || return 1
 	done
 }
 ready() {
@@ -247,15 +272,14 @@ in_job_cgroup() {
 		[ "$(awk -v cg="$ok_cg" '$2 == cg { print $4 }' "$MRPIN_DIR/cgroups")" = "$PIN_OK" ]
 }
 ktap_check "jobs_registration_charged_to_its_cgroup" in_job_cgroup
-touch "$tmp/ok.release"
+release ok
 until_true "job $ok_id done" job_done "$ok_id"
 ktap_check "job_within_its_share_completes" test "$(job_state "$ok_id")" = COMPLETED
 
 # 3. A job beyond its share: refused, and the events name its cgroup.
 denials0=$(mrpin_stat denials_total)
-# (Released at once: a job that is not refused ends too.)
-touch "$tmp/over.release" "$tmp/low.release" "$tmp/high.release"
-job over $((SHARE_BYTES + (4 << 20)))
+# (Not held: a job that is not refused ends too.)
+JOB_HOLDS=0 job over $((SHARE_BYTES + (4 << 20)))
 over_id=$jobid
 until_true "job $over_id done" job_done "$over_id"
 ktap_diag "job $over_id: $(job_state "$over_id")"
@@ -279,9 +303,9 @@ fi
 # 4. The job's comment lowers its limit (a quarter of the share refuses
 # half of it), and cannot raise it (twice the share: still the share).
 low=$((SHARE_BYTES / 4))
-job low $((SHARE_BYTES / 2)) --comment="mrpin:max_pinned=$((low >> 10))K"
+JOB_HOLDS=0 job low $((SHARE_BYTES / 2)) --comment="mrpin:max_pinned=$((low >> 10))K"
 low_id=$jobid
-job high $((SHARE_BYTES + (4 << 20))) --comment="mrpin:max_pinned=$((SHARE_BYTES >> 19))M"
+JOB_HOLDS=0 job high $((SHARE_BYTES + (4 << 20))) --comment="mrpin:max_pinned=$((SHARE_BYTES >> 19))M"
 high_id=$jobid
 until_true "jobs $low_id and $high_id done" job_done "$low_id" "$high_id"
 "$CTL" -j events >"$tmp/events.json"
@@ -311,10 +335,10 @@ for i in "${!bad_comments[@]}"; do
 	until_true "job ${bad_ids[$i]} registered" ready "bad$i" || break
 	bad_rules+=("$(rule_max_pinned "$SCOPE/job_${bad_ids[$i]}")")
 	ktap_diag "job ${bad_ids[$i]}, mrpin:max_pinned=${bad_comments[$i]}: rule max_pinned=${bad_rules[$i]:-(none)}"
-	touch "$tmp/bad$i.release"
+	release "bad$i"
 done
 for i in "${!bad_comments[@]}"; do
-	touch "$tmp/bad$i.release"
+	release "bad$i"
 done
 until_true "jobs ${bad_ids[*]} done" job_done "${bad_ids[@]}"
 sed -i '/^MRPIN_SLURM_STRICT=/d' /etc/default/mrpin-slurm
