@@ -339,7 +339,8 @@ static void *mrpin_pins_find(loff_t *pos)
  * Per open file: the name of the last caller shown, looked up once for the
  * pins of a chunk that share it (most do: one driver's registration path).
  * A symbol lookup in a module walks its symbol table, the cost of most of a
- * row; start() forgets it, so no name outlives the read() that looked it up.
+ * row; start() forgets it (an empty name), so no name outlives the read()
+ * that looked it up.
  */
 struct mrpin_pins_iter {
 	unsigned long caller;
@@ -351,7 +352,7 @@ static void *pins_start(struct seq_file *m, loff_t *pos)
 {
 	struct mrpin_pins_iter *it = m->private;
 
-	it->caller = 0;
+	it->name[0] = '\0';
 	rcu_read_lock();
 	if (*pos == 0)
 		return SEQ_START_TOKEN;
@@ -385,7 +386,7 @@ static int pins_show(struct seq_file *m, void *v)
 	}
 	mrpin_dev_name(pin->charge.dev, name, sizeof(name));
 	caller = mrpin_pin_caller(pin);
-	if (caller != it->caller || !caller) {
+	if (caller != it->caller || !it->name[0]) {
 		/* "%ps" adds " [module]": keep the function name, one column. */
 		snprintf(it->name, sizeof(it->name), "%ps", (void *)caller);
 		it->name[strcspn(it->name, " ")] = '\0';

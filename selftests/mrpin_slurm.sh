@@ -219,9 +219,18 @@ release() {
 	done
 }
 
+# state_in RECORD: the JobState of scontrol's one-line RECORD of a job, in
+# $state (empty if it has none).
+state_in() {
+	state=
+	[[ "$1" =~ \ JobState=([A-Z_]+) ]] && state=${BASH_REMATCH[1]}
+}
 # job_state ID: the job's state, as scontrol shows it.
 job_state() {
-	scontrol show job -o "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'
+	local state
+
+	state_in "$(scontrol show job -o "$1" 2>/dev/null)"
+	echo "$state"
 }
 # job_done ID...: each job ended (and is no longer completing: its epilog
 # has run).  One scontrol for all of them, as it is polled.
@@ -234,7 +243,7 @@ job_done() {
 		while IFS= read -r line; do
 			[[ "$line" == "JobId=$id "* ]] || continue
 			[[ "$line" != *COMPLETING* ]] || return 1
-			[[ "$line" =~ \ JobState=([A-Z_]+) ]] && state=${BASH_REMATCH[1]}
+			state_in "$line"
 		done <<<"$jobs"
 		case "$state" in
 		'' | PENDING | CONFIGURING | RUNNING) return 1 ;;
