@@ -11,8 +11,8 @@
 #   make check-debug  the same on a debug kernel (KASAN, lockdep, kmemleak,
 #                   failslab) built once from linux-source-6.12 and cached
 #   make check-all  every kernel series, RT, the debug kernel and the
-#                   packaging tests, one kernel at a time (on 2 to 7
-#                   CPUs), and a table of the results (what CI runs)
+#                   packaging tests, a VM per CPU over all the kernels,
+#                   and a table of the results (what CI runs)
 #   make demo       a real RDMA workload in the VM, and what mrpin sees
 #   make bench      benchmarks in the VM, with mrpin loaded and unloaded:
 #                   instructions counted by a QEMU plugin, and times

@@ -30,17 +30,20 @@
 #   1. prepare: every step's packages, kernels and build roots, one after
 #      the other (they share the cache and apt); the debug kernel is built
 #      (once, then cached) by its own step, beside the others;
-#   2. the kernels' suites, MRPIN_JOBS at a time (default: one per four
-#      CPUs, at least one), each in a copy of the tree of its own under
-#      build/check-all/STEP (a module is built for one kernel at a time),
-#      each with MRPIN_VM_JOBS test VMs (default: the CPUs shared out among
-#      the steps running, at least one).  A test VM's vCPUs run on one
-#      host thread (single-threaded TCG), but its 9p file server and the
-#      host's page cache take CPU too: never more VMs than CPUs.  On the
-#      2-core machine a third VM beside two made every step two to four
-#      times slower, not one and a half (the debug suite 1194 s alone in
-#      two VMs, about 2150 s with a third VM of another step beside them
-#      and fewer tests).  Each step's output is printed whole when it ends;
+#   2. the kernels' suites, all at once, each in a copy of the tree of its
+#      own under build/check-all/STEP (a module is built for one kernel at
+#      a time), each dealing its tests to MRPIN_VMS VMs (default: one per
+#      CPU), and every VM of every kernel waiting for one of MRPIN_VMS slots
+#      (scripts/vm-slots.sh): the VM with the most work first, whichever
+#      kernel's it is.  A test VM's vCPUs run on one host thread
+#      (single-threaded TCG), so a VM per CPU keeps every CPU busy until
+#      the last VM, and never more VMs than CPUs: on the 2-core machine a
+#      third VM beside two made every step two to four times slower, not
+#      one and a half (the debug suite 1194 s alone in two VMs, about
+#      2150 s with a third VM of another step beside them and fewer tests).
+#      One kernel at a time, each with its two VMs, left a CPU idle while
+#      the longer VM of each kernel finished, and during each kernel's
+#      build.  Each step's output is printed whole when it ends;
 #   3. install-test, alone (in a copy too): it installs and purges .debs
 #      on this machine, whose root the VMs read.
 #
@@ -59,16 +62,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 cd "$repo" || exit 1
 work=$repo/build/check-all
-jobs=${MRPIN_JOBS:-$(($(nproc) / 4))}
-[ "$jobs" != 0 ] || jobs=1
-case "$jobs" in
-'' | *[!0-9]* | 0) echo "check-all: MRPIN_JOBS must be a positive number, not '$jobs'" >&2; exit 2 ;;
+vms=${MRPIN_VMS:-$(nproc)}
+case "$vms" in
+'' | *[!0-9]* | 0) echo "check-all: MRPIN_VMS must be a positive number, not '$vms'" >&2; exit 2 ;;
 esac
-vm_jobs=$(($(nproc) / jobs))
-[ "$vm_jobs" -gt 0 ] || vm_jobs=1
 
 all=(6.1 6.12 7 6.12-rt debug install-test)
-# The kernels' steps in the order they start: the longest first.
+# The kernels' steps, in the order they start.
 kernels=(debug 6.12-rt 7 6.1 6.12)
 [ $# -gt 0 ] || set -- "${all[@]}"
 for s in "$@"; do
@@ -124,7 +124,7 @@ run_step() {
 	# The copy is no git work tree: git must not find this one's above it.
 	# shellcheck disable=SC2046
 	(cd "$dir" && env -u KVER -u KDIR GIT_CEILING_DIRECTORIES="$work" \
-		MRPIN_VM_JOBS="${MRPIN_VM_JOBS:-$vm_jobs}" \
+		MRPIN_VM_JOBS="$vms" MRPIN_VM_SLOTS="$work/slots" \
 		$(step_env "$name") $(step_cmd "$name")) >"$log" 2>&1
 	rc=$?
 	seconds=$(($(date +%s) - start))
@@ -192,16 +192,13 @@ for s in "$@"; do
 done
 rows=("prepare 0 passed, $prep_failed failed, 0 skipped $(($(date +%s) - prep_start))")
 
-# 2. The kernels' suites, $jobs at a time.
+# 2. The kernels' suites, all at once, their VMs $vms at a time.
+. "$here/vm-slots.sh"
+vm_slots_make "$work/slots" "$vms"
 declare -A pid_step=()
 running=0
 for k in "${kernels[@]}"; do
 	[[ " $* " == *" $k "* ]] || continue
-	if [ "$running" -ge "$jobs" ]; then
-		wait -n -p done_pid
-		print_step "${pid_step[$done_pid]}"
-		running=$((running - 1))
-	fi
 	copy_tree "$work/$k"
 	echo "check-all: $k: started ($(step_cmd "$k"))" >&2
 	run_step "$k" "$work/$k" &

@@ -276,7 +276,7 @@ lane_dir=$(mktemp -d)
 trap 'rm -rf "$lane_dir"' EXIT
 run_lane() {
 	local n=$1 log=${MRPIN_VM_LOG:-$repo/build/vm/console.log} status=0 rc t
-	local own=() shared=() races=() boot timeout
+	local own=() shared=() races=() boot timeout work=0
 
 	timeout=$(lane_timeout "$n")
 
@@ -295,16 +295,19 @@ run_lane() {
 			races+=("$t")
 		else
 			shared+=("$t")
+			work=$((work + ${cost[$t]:-5}))
 		fi
 	done
 	: >"$lane_dir/$n.ktap"
 	if [ ${#shared[@]} -gt 0 ]; then
-		MRPIN_VM_LOG=$log "$here/vm-run.sh" --timeout "$timeout" -- \
+		MRPIN_VM_LOG=$log MRPIN_VM_COST=$((work + boot_cost)) \
+			"$here/vm-run.sh" --timeout "$timeout" -- \
 			selftests/run_kselftest.sh "${shared[@]}" \
 			>>"$lane_dir/$n.ktap" 2>&3 || status=$?
 	fi
 	if [ ${#races[@]} -gt 0 ]; then
-		MRPIN_VM_LOG=${log%.log}-racing.log "$here/vm-run.sh" --tcg multi \
+		MRPIN_VM_LOG=${log%.log}-racing.log MRPIN_VM_COST=$race_cost \
+			"$here/vm-run.sh" --tcg multi \
 			--timeout "$timeout" -- selftests/run_kselftest.sh "${races[@]}" \
 			>>"$lane_dir/$n.ktap" 2>&3 || { rc=$?; [ "$status" != 0 ] || status=$rc; }
 	fi
@@ -318,7 +321,8 @@ run_lane() {
 				echo "check: $t boots with $vm_mem, not ${boot_mem[$t]}: the machine has $(mem_free_mib) MiB free" >&3
 			fi
 		fi
-		MRPIN_VM_LOG=${log%.log}-${t%.sh}.log "$here/vm-run.sh" "${boot[@]}" \
+		MRPIN_VM_LOG=${log%.log}-${t%.sh}.log MRPIN_VM_COST=${cost[$t]:-5} \
+			"$here/vm-run.sh" "${boot[@]}" \
 			-- selftests/run_kselftest.sh "$t" \
 			>>"$lane_dir/$n.ktap" 2>&3 || { rc=$?; [ "$status" != 0 ] || status=$rc; }
 	done

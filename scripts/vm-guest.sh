@@ -42,6 +42,11 @@ REPO=/run/mrpin-repo MRPIN_REPO=/run/mrpin-repo
 # match trace lines by pid, which the trace keeps without it.
 echo 0 2>/dev/null >/sys/kernel/tracing/options/record-cmd
 echo mrpin-vm >/proc/sys/kernel/hostname
+# kmemleak scans the debug kernel's memory by itself a minute after boot
+# and every ten minutes after: about 20 s of the VM's one host thread each
+# time.  The scans that count are asked for: by the tests that check for
+# leaks, and after the command (below).
+echo scan=off 2>/dev/null >/sys/kernel/debug/kmemleak
 read -r taint_boot </proc/sys/kernel/tainted
 
 # built_in MODULE: the test kernel has MODULE built in (the debug kernel:

@@ -15,6 +15,9 @@
 # (selftests/qemu_insns.c, built by make bench), which writes each window
 # the guest marks to a file the guest reads as /run/mrpin-host/insns
 # (single-threaded TCG only),
+# MRPIN_VM_SLOTS=DIR: start only on a free slot of DIR, the VMs with the
+# most work (MRPIN_VM_COST seconds) first (scripts/vm-slots.sh; make
+# check-all shares the machine's CPUs out so among all its kernels).
 # --tcg single|multi: one host thread for both vCPUs (the default), or one
 # each.  The guest has two CPUs either way.  Single-threaded TCG is as fast
 # for the suite, and two VMs side by side each keep their speed; on
@@ -161,6 +164,12 @@ ENV
 # The kernel log holds a whole run (the default 128 or 256 KiB wrapped on
 # the debug kernel), so a test reads every message logged since its start.
 cmdline_extra='log_buf_len=16M'
+# PCI from the host bridge's configuration space and every virtio device on
+# MSI-X, not from ACPI's namespace: ACPI still gives the CPUs and the power
+# off.  The debug kernel spent 11 s of its boot walking that namespace for
+# the bridge and its routing (rxe0 up 45 s after the kernel's start, 56 s
+# with it); the generic kernels less than a second.
+cmdline_extra+=' acpi=noirq pci=noacpi'
 [ -z "$append" ] || cmdline_extra+=" $append"
 # On a kernel with failslab, mark mrpin's slab caches for it (only the
 # boot command line can since 5.9): mrpin_failslab.sh aims failures there.
@@ -188,6 +197,13 @@ qemu=(qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot
 	-fsdev "local,id=mrpinrun,path=$rundir,security_model=none,multidevs=remap"
 	-device virtio-9p-pci,fsdev=mrpinrun,mount_tag=mrpinrun)
 [ -z "$insns" ] || qemu+=(-plugin "file=$insns,out=$rundir/insns")
+
+# Under make check-all, a slot of the machine's (scripts/vm-slots.sh).
+if [ -n "${MRPIN_VM_SLOTS:-}" ] && [ "$mode" = run ]; then
+	# shellcheck source=scripts/vm-slots.sh
+	. "$here/vm-slots.sh"
+	vm_slot_take "$MRPIN_VM_SLOTS" || exit 2
+fi
 
 start=$(date +%s)
 status=0

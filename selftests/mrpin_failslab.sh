@@ -70,7 +70,10 @@ echo 1 >$FS/interval
 echo -1 >$FS/times
 
 size() {
-	cat /sys/kernel/slab/"$1"/object_size
+	local v
+
+	read -r v </sys/kernel/slab/"$1"/object_size
+	echo "$v"
 }
 
 # failslab_on PERCENT [CACHE]: fail allocations from mrpin's caches, or
@@ -126,7 +129,7 @@ run_pinner() {
 
 live_is_zero() {
 	[ "$(mrpin_stat pins)" = 0 ] && [ "$(mrpin_stat pinned_bytes)" = 0 ] &&
-		[ "$(grep -vc '^#' $MRPIN_DIR/pins)" = 0 ]
+		[ "$(text_rows $MRPIN_DIR/pins)" = 0 ]
 }
 
 # The records of root and of this cgroup exist from now on.

@@ -81,7 +81,7 @@ echo N >$FS/cache-filter
 
 # rows FILE: the lines of a table's text but the comments (its header).
 rows() {
-	grep -vc '^#' "$1"
+	text_rows "$1"
 }
 
 for name in $FILES; do
