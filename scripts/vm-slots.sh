@@ -13,7 +13,7 @@
 #
 # A slot is an flock on DIR/slot.N, held by an open file that vm-run.sh
 # and QEMU keep until they end: a VM that dies, or is killed, frees its
-# slot with it.  A request is a file DIR/ask.PID ("COST SECONDS PID"); one
+# slot with it.  A request is a file DIR/ask.PID ("COST SECONDS"); one
 # whose process has ended is dropped by the next asker.
 
 # vm_slots_make DIR N: DIR with N free slots.
@@ -35,7 +35,8 @@ vm_slot_first() {
 
 	for f in "$1"/ask.*; do
 		[ -f "$f" ] || continue
-		read -r cost when pid <"$f" || continue
+		read -r cost when <"$f" || continue
+		pid=${f##*/ask.}
 		if ! kill -0 "$pid" 2>/dev/null; then
 			rm -f "$f"
 			continue
@@ -58,7 +59,7 @@ vm_slot_take() {
 	esac
 	[ -f "$dir/lock" ] ||
 		{ echo "vm-run: MRPIN_VM_SLOTS=$dir holds no slots (vm_slots_make)" >&2; return 2; }
-	printf '%s %s %s\n' "$cost" "$EPOCHREALTIME" "$BASHPID" >"$dir/ask.$BASHPID"
+	printf '%s %s\n' "$cost" "$EPOCHREALTIME" >"$dir/ask.$BASHPID"
 	while :; do
 		exec {lock}>"$dir/lock"
 		flock "$lock"
