@@ -352,7 +352,8 @@ uninstall:
 	done
 	-rmdir $(DESTDIR)/etc/mrpin.d 2>/dev/null
 
-install-test: all setup-pkg
+# What it installs and packages: the module and mrpinctl, not the selftests.
+install-test: module userspace setup-pkg
 	@$(CURDIR)/scripts/install-test.sh
 
 endif

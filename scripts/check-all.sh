@@ -44,8 +44,10 @@
 #      One kernel at a time, each with its two VMs, left a CPU idle while
 #      the longer VM of each kernel finished, and during each kernel's
 #      build.  Each step's output is printed whole when it ends;
-#   3. install-test, alone (in a copy too): it installs and purges .debs
-#      on this machine, whose root the VMs read.
+#   3. install-test (in a copy too), once the reference kernel's step has
+#      ended, beside the other kernels' last VMs: it installs and purges
+#      .debs on this machine, whose root the VMs read, and only the
+#      reference kernel runs the tests that read what it installs.
 #
 # Each step's output ends with its skips, each with its reason; a test that
 # skips where selftests/skips does not allow it (a kernel where it is meant
@@ -95,7 +97,7 @@ step_cmd() {
 	6.12 | 7) echo make check MRPIN_LOOPS=short MRPIN_CHECK_SCOPE=series ;;
 	6.12-rt) echo make check MRPIN_LOOPS=short MRPIN_CHECK_SCOPE=kernel ;;
 	debug) echo make check-debug MRPIN_LOOPS=short MRPIN_CHECK_SCOPE=kernel ;;
-	install-test) echo make install-test ;;
+	install-test) echo make -j"$vms" install-test ;;
 	esac
 }
 
@@ -205,18 +207,31 @@ for k in "${kernels[@]}"; do
 	pid_step[$!]=$k
 	running=$((running + 1))
 done
+# 3. The packaging tests, in a copy too, once no test that reads what they
+# install runs: they install mrpin's .debs into this machine, whose root
+# every VM reads (mrpinctl in /usr/sbin, the policy in /etc that `mrpinctl
+# apply` reads by default, the Slurm hook), and only the reference kernel's
+# step runs the tests that look there (selftests/scope: once).  The other
+# kernels' VMs use the tree's mrpinctl and module, and their guests'
+# /lib/modules is the test kernel's own, not this machine's.
+start_install_test() {
+	copy_tree "$work/install-test"
+	echo "check-all: install-test: started ($(step_cmd install-test))" >&2
+	run_step install-test "$work/install-test" &
+	pid_step[$!]=install-test
+	running=$((running + 1))
+}
+if [[ " $* " == *" install-test "* ]] && [[ " $* " != *" 6.1 "* ]]; then
+	start_install_test
+fi
 while [ "$running" -gt 0 ]; do
 	wait -n -p done_pid
 	print_step "${pid_step[$done_pid]}"
 	running=$((running - 1))
+	if [ "${pid_step[$done_pid]}" = 6.1 ] && [[ " $* " == *" install-test "* ]]; then
+		start_install_test
+	fi
 done
-
-# 3. The packaging tests, alone, in this tree.
-if [[ " $* " == *" install-test "* ]]; then
-	copy_tree "$work/install-test"
-	run_step install-test "$work/install-test"
-	print_step install-test
-fi
 
 for s in "$@"; do
 	rows+=("$(step_result "$s")")
@@ -268,6 +283,27 @@ times_table() {
 	}
 }
 
+# failures STEP...: for each step that failed, the lines of its output that
+# say what (a failed test point, a VM run that failed and why, a skip not
+# allowed, a build error), at the end of the run, where they are read first.
+failures() {
+	local s row f
+
+	for s in "$@"; do
+		row=$(step_result "$s")
+		f=${row#* passed, }
+		f=${f%% failed*}
+		[ "$f" != 0 ] || continue
+		echo
+		echo "check-all: $s failed ($f): where its output says so"
+		grep -E -e '^(# )*not ok [0-9]+ ' -e '^vm-run: FAIL' -e '^    [0-9]+:' \
+			-e '^check: (lane [0-9]+: the VM|the VM of|only [0-9]+ of|a VM run failed)' \
+			-e '^  not allowed on ' -e ': error: ' -e '^make(\[[0-9]+\])?: \*\*\*' \
+			"$work/$s.log" 2>/dev/null |
+			head -n 40
+	done
+}
+
 total_p=0 total_f=0 total_s=0
 echo
 printf '%-14s %8s %8s %8s %9s\n' step passed failed skipped seconds
@@ -279,5 +315,6 @@ done
 printf '%-14s %8s %8s %8s %9s\n' all "$total_p" "$total_f" "$total_s" \
 	"$(($(date +%s) - start_all))"
 times_table "$@"
+failures "$@"
 echo "$total_p passed, $total_f failed, $total_s skipped"
 [ "$total_f" = 0 ]

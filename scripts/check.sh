@@ -268,14 +268,40 @@ lane_timeout() {
 	echo "${MRPIN_VM_TIMEOUT:-$((work * 4 + 600 > 1200 ? work * 4 + 600 : 1200))}"
 }
 
+# lane_vm N TEST... -- VM-RUN-ARGS...: one VM of lane N, running TESTs; its
+# KTAP added to $lane_dir/N.ktap, the number of tests it had to report (its
+# plan, or the TESTs it was given when it died before printing one) to
+# N.planned, and its exit status, when not 0, to N.failed.  What vm-run.sh
+# says goes to fd 3.
+lane_vm() {
+	local n=$1 tests=() plan rc
+
+	shift
+	while [ "$1" != -- ]; do
+		tests+=("$1")
+		shift
+	done
+	shift
+	"$here/vm-run.sh" "$@" -- selftests/run_kselftest.sh "${tests[@]}" 2>&3 |
+		tee -a "$lane_dir/$n.ktap" >"$lane_dir/$n.vm"
+	rc=${PIPESTATUS[0]}
+	plan=$(awk -F. '/^1\.\.[0-9]+$/ { n += $3; seen = 1 } END { if (seen) print n }' \
+		"$lane_dir/$n.vm")
+	echo "${plan:-${#tests[@]}}" >>"$lane_dir/$n.planned"
+	if [ "$rc" != 0 ]; then
+		echo "check: the VM of ${tests[*]} failed (status $rc; console in ${MRPIN_VM_LOG#"$repo/"})" >&3
+		echo "$rc ${tests[*]}" >>"$lane_dir/$n.failed"
+	fi
+}
+
 # run_lane N TEST...: lane N's tests, in one VM and the boots of their own
 # that some need; their KTAP in $lane_dir/N.ktap, what vm-run.sh says in
-# N.err (lane 1: on stderr), the first failing VM's exit status (or 0) in
-# N.status.
+# N.err (lane 1: on stderr), what each VM had to report in N.planned, the
+# VMs that failed in N.failed.
 lane_dir=$(mktemp -d)
 trap 'rm -rf "$lane_dir"' EXIT
 run_lane() {
-	local n=$1 log=${MRPIN_VM_LOG:-$repo/build/vm/console.log} status=0 rc t
+	local n=$1 log=${MRPIN_VM_LOG:-$repo/build/vm/console.log} t
 	local own=() shared=() races=() boot timeout work=0
 
 	timeout=$(lane_timeout "$n")
@@ -299,17 +325,14 @@ run_lane() {
 		fi
 	done
 	: >"$lane_dir/$n.ktap"
+	: >"$lane_dir/$n.planned"
 	if [ ${#shared[@]} -gt 0 ]; then
 		MRPIN_VM_LOG=$log MRPIN_VM_COST=$((work + boot_cost)) \
-			"$here/vm-run.sh" --timeout "$timeout" -- \
-			selftests/run_kselftest.sh "${shared[@]}" \
-			>>"$lane_dir/$n.ktap" 2>&3 || status=$?
+			lane_vm "$n" "${shared[@]}" -- --timeout "$timeout"
 	fi
 	if [ ${#races[@]} -gt 0 ]; then
 		MRPIN_VM_LOG=${log%.log}-racing.log MRPIN_VM_COST=$race_cost \
-			"$here/vm-run.sh" --tcg multi \
-			--timeout "$timeout" -- selftests/run_kselftest.sh "${races[@]}" \
-			>>"$lane_dir/$n.ktap" 2>&3 || { rc=$?; [ "$status" != 0 ] || status=$rc; }
+			lane_vm "$n" "${races[@]}" -- --tcg multi --timeout "$timeout"
 	fi
 	for t in "${own[@]}"; do
 		boot=()
@@ -322,11 +345,8 @@ run_lane() {
 			fi
 		fi
 		MRPIN_VM_LOG=${log%.log}-${t%.sh}.log MRPIN_VM_COST=${cost[$t]:-5} \
-			"$here/vm-run.sh" "${boot[@]}" \
-			-- selftests/run_kselftest.sh "$t" \
-			>>"$lane_dir/$n.ktap" 2>&3 || { rc=$?; [ "$status" != 0 ] || status=$rc; }
+			lane_vm "$n" "$t" -- "${boot[@]}"
 	done
-	echo "$status" >"$lane_dir/$n.status"
 }
 for ((i = 1; i < jobs; i++)); do
 	echo "check: VM $((i + 1)) of $jobs runs${lane_tests[i]} (its output when it ends)" >&2
@@ -368,17 +388,14 @@ for ((i = 0; i < jobs; i++)); do
 	n=$((i + 1))
 	[ "$n" = 1 ] || cat "$lane_dir/$n.ktap" "$lane_dir/$n.err"
 	cat "$lane_dir/$n.ktap" >>"$ktap"
-	# One plan line per VM of the lane.
-	plan=$(awk -F. '/^1\.\.[0-9]+$/ { n += $3; seen = 1 } END { if (seen) print n }' \
-		"$lane_dir/$n.ktap")
-	# shellcheck disable=SC2086
-	set -- ${lane_tests[i]}
-	planned=$((planned + ${plan:-$#}))
-	status=$(cat "$lane_dir/$n.status")
-	if [ "$status" != 0 ]; then
-		echo "check: VM $n ($*) failed (status $status; console in build/vm/)" >&2
+	while read -r plan; do
+		planned=$((planned + plan))
+	done <"$lane_dir/$n.planned"
+	[ -f "$lane_dir/$n.failed" ] || continue
+	while read -r status tests; do
+		echo "check: lane $n: the VM of $tests failed (status $status)" >&2
 		vm_failed=$((vm_failed + 1))
-	fi
+	done <"$lane_dir/$n.failed"
 done
 
 passed=$(grep -Ec '^ok [0-9]+ ' "$ktap")

@@ -80,6 +80,19 @@ if [ "$LOAD_MRPIN" = 1 ]; then
 	fi
 fi
 
+# Booted with one CPU (maxcpus=1, multi-threaded TCG: scripts/vm-run.sh):
+# the others come online now, before the command, which must find them all.
+if [ "${ONLINE_CPUS:-0}" = 1 ]; then
+	for cpu in /sys/devices/system/cpu/cpu[0-9]*/online; do
+		read -r on <"$cpu"
+		[ "$on" = 1 ] || echo 1 >"$cpu" || say "${cpu%/online} did not come online"
+	done
+	read -r online </sys/devices/system/cpu/online
+	read -r possible </sys/devices/system/cpu/possible
+	[ "$online" = "$possible" ] ||
+		{ say "CPUs $online of $possible online: the command needs them all"; finish 125; }
+fi
+
 tty=/dev/ttyS1
 cd "$REPO" || finish 125
 if [ "$MODE" = shell ]; then
