@@ -178,8 +178,9 @@ cmdline_extra+=' acpi=noirq pci=noacpi'
 # just patched: with both running from the start, the boot's own patching
 # (the static key that marks sched_clock stable, at 2 s) left the other
 # vCPU on the int3 that text_poke_bp() had already replaced, a panic in
-# 1 boot of 9 on 6.12 ("Oops: int3" in sched_clock_cpu()).  What is patched
-# at boot and by each module's load is then patched with one vCPU running.
+# 1 boot of 11 on 6.12 ("Oops: int3" in sched_clock_cpu()), in none of 24
+# since.  What is patched at boot and by each module's load is then
+# patched with one vCPU running.
 if [ "$tcg" = multi ]; then
 	cmdline_extra+=' maxcpus=1'
 fi
