@@ -32,8 +32,8 @@
 # WARNING, lockup, KASAN/lockdep/kmemleak/UBSAN report or panic, when the
 # kernel picks up a taint other than out-of-tree (O) or unsigned (E), when
 # `rmmod mrpin` fails at the end, or when the guest dies or hangs.  The
-# console log is kept in build/vm/console.log (or $MRPIN_VM_LOG); its tail is
-# printed on failure.
+# console log is kept in build/vm/console.log (or $MRPIN_VM_LOG); on failure
+# its lines that report a problem and its tail are printed.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -246,7 +246,14 @@ elapsed=$(($(date +%s) - start))
 children_cpu "$rundir/cpu.end"
 cpu=$(($(cat "$rundir/cpu.end") - $(cat "$rundir/cpu.start")))
 
+# The console lines that report a problem (selftests/kernel_problems).
+bad=$(grep -v -e '^#' -e '^$' "$repo/selftests/kernel_problems" | paste -sd '|')
+bad+='|mrpin-vm: (insmod|rmmod|stage)'
+
+# fail WHY: the console's first lines that report a problem (a guest that
+# died or hung usually says why there), WHY, and the console's last lines.
 fail() {
+	grep -En "$bad" "$log" | head -n 5 | sed 's/^/    /' >&2 || true
 	echo "vm-run: FAIL: $*" >&2
 	echo "vm-run: last lines of $log:" >&2
 	tail -n 40 "$log" | sed 's/^/    /' >&2
@@ -262,11 +269,6 @@ fail() {
 new_taint=$(((taint_end & ~taint_boot) & ~(1 << 12 | 1 << 13)))
 [ "$new_taint" = 0 ] || fail "the kernel was tainted ($taint_end, new bits $new_taint)"
 
-bad=$(grep -v -e '^#' -e '^$' "$repo/selftests/kernel_problems" | paste -sd '|')
-bad+='|mrpin-vm: (insmod|rmmod|stage)'
-if grep -Eq "$bad" "$log"; then
-	grep -En "$bad" "$log" | head -n 5 | sed 's/^/    /' >&2
-	fail "the guest kernel log reports a problem"
-fi
+grep -Eq "$bad" "$log" && fail "the guest kernel log reports a problem"
 echo "vm-run: guest exited with status $rc after ${elapsed}s (${cpu} CPU-s), kernel log clean" >&2
 exit "$rc"
