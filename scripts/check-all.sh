@@ -117,6 +117,13 @@ copy_tree() {
 	fi
 }
 
+# failed_of "N passed, N failed, ...": the number failed.
+failed_of() {
+	local f=${1#* passed, }
+
+	echo "${f%% failed*}"
+}
+
 # run_step STEP DIR: the step's command in DIR, its output in DIR.log and
 # its result ("STEP N passed, N failed, N skipped SECONDS") in DIR.result.
 run_step() {
@@ -142,8 +149,7 @@ run_step() {
 	# (selftests/skips) is one more failure.
 	echo "check-all: $name: the skips" >>"$log"
 	if ! "$here/skips.sh" "$name" "$log" >"$dir.skips" 2>&1; then
-		f=${result#* passed, }
-		f=${f%% failed*}
+		f=$(failed_of "$result")
 		result=${result/ $f failed/ $((f + 1)) failed}
 	fi
 	cat "$dir.skips" >>"$log"
@@ -291,8 +297,7 @@ failures() {
 
 	for s in "$@"; do
 		row=$(step_result "$s")
-		f=${row#* passed, }
-		f=${f%% failed*}
+		f=$(failed_of "$row")
 		[ "$f" != 0 ] || continue
 		echo
 		echo "check-all: $s failed ($f): where its output says so"
