@@ -6,7 +6,8 @@
 #   make            build kmod/mrpin.ko, userspace/mrpinctl, selftests
 #   make check      mrpinctl's host tests and every selftest in the VM, on
 #                   Debian 12's 6.1 (KSERIES=6.12 or 7: another series;
-#                   KFLAVOUR=rt: PREEMPT_RT), with short loops
+#                   KFLAVOUR=rt: PREEMPT_RT; KFLAVOUR=ofed: NVIDIA OFED's
+#                   RDMA stack in place of the inbox one), with short loops
 #                   (MRPIN_LOOPS=full: the repetition loops at full length)
 #   make check-debug  the same on a debug kernel (KASAN, lockdep, kmemleak,
 #                   failslab) built once from linux-source-6.12 and cached
@@ -50,8 +51,15 @@ export KVER
 SETUP := KVER=$(KVER) $(SETUP)
 KBUILD_ROOT := $(shell $(SETUP) paths | sed -n 's/^KBUILD_ROOT=//p')
 
+# KFLAVOUR=ofed: built against NVIDIA OFED's tree (scripts/ofed.sh), as on
+# an OFED host (kmod/ofed.kbuild).
+ifeq ($(KFLAVOUR),ofed)
+OFA_DIR ?= $(shell $(SETUP) paths | sed -n 's/^OFA_DIR=//p')
+export OFA_DIR
+endif
+
 ifeq ($(origin KDIR),undefined)
-ifeq ($(KFLAVOUR),debug)
+ifneq ($(filter debug ofed,$(KFLAVOUR)),)
 KDIR := $(shell $(SETUP) paths | sed -n 's/^KDIR=//p')
 else ifneq ($(test_kernel_named)$(KBUILD_ROOT),)
 KDIR := /lib/modules/$(KVER)/build
@@ -195,7 +203,8 @@ DKMS_SOURCE_TREE ?= /usr/src
 DKMS_FLAGS ?=
 DKMS_KERNELS ?=
 PKG := $(CURDIR)/packaging
-DKMS_SRC := dkms.conf Kbuild kmod/Kbuild $(sort $(filter-out %.mod.c, \
+DKMS_SRC := dkms.conf Kbuild kmod/Kbuild kmod/ofed.kbuild kmod/probe.sh \
+	$(sort $(filter-out %.mod.c %/probes.h, \
 	$(wildcard $(CURDIR)/kmod/*.c $(CURDIR)/kmod/*.h)))
 # /etc files: installed source:destination, and never overwritten.
 ETC_FILES := mrpin.conf:mrpin.conf \

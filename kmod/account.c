@@ -776,10 +776,10 @@ static bool mrpin_counter_try_sub(atomic64_t *counter, u64 n)
  * warned of once (as misc_cg_cancel_charge() does), and the counter stays
  * at zero rather than wrapping round to refuse every pin after it.
  */
-static void mrpin_counter_sub(struct mrpin_counter *c, u64 bytes,
-			      u64 distinct)
+static void mrpin_counter_sub_pins(struct mrpin_counter *c, u64 pins,
+				   u64 bytes, u64 distinct)
 {
-	bool pins_ok = mrpin_counter_try_sub(&c->pins, 1);
+	bool pins_ok = !pins || mrpin_counter_try_sub(&c->pins, pins);
 	bool bytes_ok = mrpin_counter_try_sub(&c->pinned_bytes, bytes);
 	/* The owners but the machine and the process have none: no atomic. */
 	bool distinct_ok = !distinct ||
@@ -787,6 +787,12 @@ static void mrpin_counter_sub(struct mrpin_counter *c, u64 bytes,
 
 	WARN_ONCE(!pins_ok || !bytes_ok || !distinct_ok,
 		  "mrpin: uncharge of %llu bytes below zero\n", bytes);
+}
+
+static void mrpin_counter_sub(struct mrpin_counter *c, u64 bytes,
+			      u64 distinct)
+{
+	mrpin_counter_sub_pins(c, 1, bytes, distinct);
 }
 
 static void mrpin_max64(atomic64_t *peak, s64 value)
@@ -1040,6 +1046,52 @@ void mrpin_uncharge(const struct mrpin_charge *c, u64 bytes, u64 distinct,
 	mrpin_counter_sub(&c->dev->usage, bytes, 0);
 	if (released)
 		atomic64_inc(&mrpin_stats.releases_total);
+}
+
+/**
+ * mrpin_refund_host() - take back the host bytes of a pin that holds none
+ * @c: the owners and device mrpin_try_charge() charged
+ * @bytes: the bytes it charged
+ * @distinct: the bytes its address space's union lost with it
+ *
+ * A pin charged as host memory that a peer memory client served instead
+ * (it holds no host page) keeps its place in the pin counts, which bound
+ * the MRs, and gives its bytes back.
+ *
+ * Context: any context.
+ */
+void mrpin_refund_host(const struct mrpin_charge *c, u64 bytes, u64 distinct)
+{
+	struct mrpin_cg *cg;
+
+	mrpin_counter_sub_pins(&mrpin_stats.usage, 0, bytes, distinct);
+	mrpin_counter_sub_pins(&c->proc->usage, 0, bytes, distinct);
+	mrpin_counter_sub_pins(&c->user->usage, 0, bytes, 0);
+	for (cg = c->cg; cg; cg = cg->parent)
+		mrpin_counter_sub_pins(&cg->usage, 0, bytes, 0);
+	mrpin_counter_sub_pins(&c->dev->usage, 0, bytes, 0);
+}
+
+/**
+ * mrpin_account_peer() - count a peer registration's bytes for its owners
+ * @c: its owners and device
+ * @bytes: its bytes; negative when it goes
+ *
+ * Peer bytes are shown, never limited: they are a device's memory (a
+ * GPU's), which no host-memory rule is about.
+ *
+ * Context: any context.
+ */
+void mrpin_account_peer(const struct mrpin_charge *c, s64 bytes)
+{
+	struct mrpin_cg *cg;
+
+	atomic64_add(bytes, &mrpin_stats.usage.peer_bytes);
+	atomic64_add(bytes, &c->proc->usage.peer_bytes);
+	atomic64_add(bytes, &c->user->usage.peer_bytes);
+	for (cg = c->cg; cg; cg = cg->parent)
+		atomic64_add(bytes, &cg->usage.peer_bytes);
+	atomic64_add(bytes, &c->dev->usage.peer_bytes);
 }
 
 /**

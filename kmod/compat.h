@@ -19,6 +19,8 @@
 #include <asm/ibt.h>
 #include <asm/msr.h>
 
+#include "probes.h"
+
 /*
  * Redirect a traced function: set the instruction pointer the ftrace
  * trampoline returns to.  v6.7 ("ftrace: abstract DYNAMIC_FTRACE_WITH_ARGS
@@ -95,12 +97,34 @@ static inline struct ib_umem *mrpin_umem_pin_va(struct ib_device *device,
 #endif
 
 /*
- * A driver's reg_user_mr() takes the DMA handle (struct ib_dmah) from v6.17
- * ("RDMA/core: Introduce a DMAH object"), before the udata.  hook.c's
- * wrapper has the same prototype on either side, which a BUILD_BUG_ON()
- * there checks against struct ib_device_ops.
+ * The peer-memory interface (probe.sh): NVIDIA OFED's ib_core, and the
+ * kernels of Ubuntu and NVIDIA that carry it on the inbox stack.  Its
+ * drivers (OFED's mlx5, for every buffer) pin with ib_umem_get_peer(),
+ * which pins host pages as ib_umem_get() does, or, when that fails and a
+ * peer memory client (nvidia-peermem: GPU memory) claims the range, makes
+ * an is_peer umem that holds no host page.  Both are exported wrappers of
+ * one static function, which neither calls the other: hook.c redirects
+ * both.
  */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0)
+#ifdef MRPIN_HAVE_UMEM_GET_PEER
+static inline bool mrpin_umem_is_peer(const struct ib_umem *umem)
+{
+	return umem->is_peer;
+}
+#else
+static inline bool mrpin_umem_is_peer(const struct ib_umem *umem)
+{
+	return false;
+}
+#endif
+
+/*
+ * A driver's reg_user_mr() takes the DMA handle (struct ib_dmah) from v6.17
+ * ("RDMA/core: Introduce a DMAH object"), before the udata; OFED 25.10 has
+ * no DMAH (probe.sh).  hook.c's wrapper has the same prototype on either
+ * side, which a BUILD_BUG_ON() there checks against struct ib_device_ops.
+ */
+#ifdef MRPIN_HAVE_REG_USER_MR_DMAH
 #define MRPIN_REG_USER_MR_DMAH		struct ib_dmah *dmah,
 #define MRPIN_REG_USER_MR_DMAH_ARG	dmah,
 #else

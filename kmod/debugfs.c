@@ -55,16 +55,17 @@ static int devices_show(struct seq_file *m, void *v)
 	struct mrpin_dev *dev;
 	char name[IB_DEVICE_NAME_MAX];
 
-	seq_puts(m, "# device node_guid max_mr pins pinned_bytes\n");
+	seq_puts(m, "# device node_guid max_mr pins pinned_bytes peer_bytes\n");
 	mutex_lock(&mrpin_devs_lock);
 	list_for_each_entry(dev, &mrpin_devs, node) {
 		mrpin_dev_name(dev, name, sizeof(name));
 		seq_escape(m, name, mrpin_escape_set);
 		seq_putc(m, ' ');
 		mrpin_seq_guid(m, dev->node_guid);
-		seq_printf(m, " %d %lld %lld\n", dev->max_mr,
+		seq_printf(m, " %d %lld %lld %lld\n", dev->max_mr,
 			   atomic64_read(&dev->usage.pins),
-			   atomic64_read(&dev->usage.pinned_bytes));
+			   atomic64_read(&dev->usage.pinned_bytes),
+			   atomic64_read(&dev->usage.peer_bytes));
 	}
 	mutex_unlock(&mrpin_devs_lock);
 	return 0;
@@ -79,6 +80,9 @@ static int stats_show(struct seq_file *m, void *v)
 
 	seq_printf(m, "pins %lld\n", atomic64_read(&s->usage.pins));
 	seq_printf(m, "odp_pins %lld\n", atomic64_read(&s->odp_pins));
+	seq_printf(m, "peer_pins %lld\n", atomic64_read(&s->peer_pins));
+	seq_printf(m, "peer_bytes %lld\n",
+		   atomic64_read(&s->usage.peer_bytes));
 	seq_printf(m, "pinned_bytes %lld\n",
 		   atomic64_read(&s->usage.pinned_bytes));
 	seq_printf(m, "distinct_bytes %lld\n",
@@ -191,7 +195,8 @@ static void mrpin_proc_show(struct seq_file *m, struct mrpin_proc *proc,
 		   rate);
 	for (i = 0; i < MRPIN_LIFE_BUCKETS; i++)
 		seq_printf(m, i ? ",%llu" : "%llu", hist[i]);
-	seq_printf(m, " %llu %llu\n", distinct, dereg);
+	seq_printf(m, " %llu %llu %lld\n", distinct, dereg,
+		   atomic64_read(&proc->usage.peer_bytes));
 }
 
 static int procs_show(struct seq_file *m, void *v)
@@ -202,7 +207,7 @@ static int procs_show(struct seq_file *m, void *v)
 	path = kmalloc(PATH_MAX, GFP_KERNEL);
 	if (!path)
 		return -ENOMEM;
-	seq_puts(m, "# pid comm uid cgroup pins pinned_bytes peak_bytes vm_pinned_bytes memlock_bytes denials failures bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist distinct_bytes deregistrations\n");
+	seq_puts(m, "# pid comm uid cgroup pins pinned_bytes peak_bytes vm_pinned_bytes memlock_bytes denials failures bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist distinct_bytes deregistrations peer_bytes\n");
 	/*
 	 * Under RCU, never mrpin_owners_lock: a reader of a long table must
 	 * not hold off the first pin of a new process.  A reference keeps a
@@ -381,7 +386,7 @@ static int pins_show(struct seq_file *m, void *v)
 	u8 flags;
 
 	if (v == SEQ_START_TOKEN) {
-		seq_puts(m, "# id pid comm device start length pinned_bytes caller age_ms stack bytes_4k bytes_2m bytes_1g align oversized odp state\n");
+		seq_puts(m, "# id pid comm device start length pinned_bytes caller age_ms stack bytes_4k bytes_2m bytes_1g align oversized odp state peer\n");
 		return 0;
 	}
 	mrpin_dev_name(pin->charge.dev, name, sizeof(name));
@@ -399,14 +404,15 @@ static int pins_show(struct seq_file *m, void *v)
 	bytes = mrpin_pin_charged(pin);
 	huge = ((u64)pin->pages_2m + pin->pages_1g) << PAGE_SHIFT;
 	flags = READ_ONCE(pin->flags);
-	seq_printf(m, " %lu %zu %llu %s %llu %d %llu %llu %llu %lu %d %d %s\n",
+	seq_printf(m, " %lu %zu %llu %s %llu %d %llu %llu %llu %lu %d %d %s %d\n",
 		   pin->start, pin->length, bytes, it->name,
 		   mrpin_age_ms(READ_ONCE(pin->created_ns), local_clock()),
 		   !!(flags & MRPIN_PIN_STACK), bytes - huge,
 		   (u64)pin->pages_2m << PAGE_SHIFT,
 		   (u64)pin->pages_1g << PAGE_SHIFT, 1UL << pin->align_shift,
 		   !!(flags & MRPIN_PIN_OVERSIZED), !!(flags & MRPIN_PIN_ODP),
-		   flags & MRPIN_PIN_PINNING ? "pinning" : "pinned");
+		   flags & MRPIN_PIN_PINNING ? "pinning" : "pinned",
+		   !!(flags & MRPIN_PIN_PEER));
 	return 0;
 }
 

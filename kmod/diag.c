@@ -323,8 +323,11 @@ void mrpin_diag_pinned(struct mrpin_pin *pin, struct ib_umem *umem)
 			pin->flags &= ~MRPIN_PIN_CALLSITE;
 		}
 	}
-	/* An ODP umem has no pages of its own: they come and go on faults. */
-	if (!(pin->flags & MRPIN_PIN_ODP))
+	/*
+	 * An ODP umem has no pages of its own: they come and go on faults.  A
+	 * peer umem's are a device's.
+	 */
+	if (!(pin->flags & MRPIN_PIN_NO_HOST))
 		mrpin_count_backing(pin, umem);
 
 	mrpin_account_pinned_facts(pin->charge.proc,

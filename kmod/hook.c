@@ -70,6 +70,19 @@
  * by name in ib_core alone (a kprobe looks it up), its prototype being
  * that of ib_umem_get() before it, which ib_umem_get_desc() still passes.
  *
+ * The peer-memory interface (NVIDIA OFED's ib_core, and kernels that
+ * carry it: compat.h).  Its drivers pin with ib_umem_get_peer(), OFED's
+ * mlx5 for every buffer; it and ib_umem_get() are both exported wrappers
+ * of one static function, which OFED's 6.1 build keeps as a function of
+ * its own and its 6.12 build splits and partly inlines into the two: so
+ * both exported functions are redirected, never the static one.  Neither
+ * calls the other, so each pin passes one wrapper once.  Whether the pin
+ * holds host pages or a peer client's (GPU) memory, pin.c guesses before
+ * and settles after (mrpin_pin_kind_of_range(), mrpin_pin_record()): a
+ * pin taken for peer memory that comes back with host pages is released
+ * and made again, charged.  A module built without the interface refuses
+ * to load where ib_core has it: it would miss those pins.
+ *
  * Registrations the device refuses.  A driver can refuse a registration
  * with no pin failing (rxe, its MR table full, before it pins) or after a
  * pin that worked (mlx5, when it cannot make the key).  So each driver's
@@ -211,6 +224,13 @@ mrpin_umem_odp_get(struct ib_device *ibdev, unsigned long addr, size_t size,
 static void mrpin_umem_odp_release(struct ib_umem_odp *umem_odp);
 #endif
 
+#ifdef MRPIN_HAVE_UMEM_GET_PEER
+static struct ib_umem *mrpin_umem_get_peer(struct ib_device *ibdev,
+					   unsigned long addr, size_t size,
+					   int access,
+					   unsigned long peer_mem_flags);
+#endif
+
 #ifdef MRPIN_UMEM_DESC
 static struct ib_umem *
 mrpin_umem_get_desc(struct ib_device *ibdev,
@@ -252,6 +272,10 @@ static struct mrpin_hook mrpin_hooks[] __ro_after_init = {
 	},
 #else
 	MRPIN_HOOK(ib_umem_get, mrpin_umem_get_va, &mrpin_hook_pinners, NULL),
+#endif
+#ifdef MRPIN_HAVE_UMEM_GET_PEER
+	MRPIN_HOOK(ib_umem_get_peer, mrpin_umem_get_peer, &mrpin_hook_pinners,
+		   NULL),
 #endif
 };
 
@@ -457,14 +481,48 @@ static struct ib_umem *mrpin_umem_get_va(struct ib_device *ibdev,
 	unsigned long ret = (unsigned long)__builtin_return_address(0);
 	struct mrpin_pin *pin;
 
-	pin = mrpin_pin_prepare(ibdev, addr, size, mrpin_umem_caller(ret),
-				false);
+	pin = mrpin_pin_prepare(ibdev, addr, size, mrpin_umem_caller(ret), 0);
 	if (IS_ERR(pin))
 		return mrpin_umem_refused(pin);
 	return mrpin_umem_pinned(pin, mrpin_umem_pin_va(ibdev, addr, size,
 							access),
 				 addr, size, access);
 }
+
+#ifdef MRPIN_HAVE_UMEM_GET_PEER
+/*
+ * ib_umem_get_peer(), tracked: as host memory or peer memory, as pin.c
+ * guesses, and pinned again as host memory when the guess of peer memory
+ * was wrong (pin.c's design comment says when that happens).
+ */
+static struct ib_umem *mrpin_umem_get_peer(struct ib_device *ibdev,
+					   unsigned long addr, size_t size,
+					   int access,
+					   unsigned long peer_mem_flags)
+{
+	unsigned long ret = (unsigned long)__builtin_return_address(0);
+	unsigned long caller = mrpin_umem_caller(ret);
+	u8 kind = mrpin_pin_kind_of_range(addr, size);
+	struct mrpin_pin *pin;
+	struct ib_umem *umem;
+
+again:
+	pin = mrpin_pin_prepare(ibdev, addr, size, caller, kind);
+	if (IS_ERR(pin))
+		return mrpin_umem_refused(pin);
+	umem = ib_umem_get_peer(ibdev, addr, size, access, peer_mem_flags);
+	if (IS_ERR(umem) || !pin)
+		return mrpin_umem_pinned(pin, umem, addr, size, access);
+	if (mrpin_pin_record(pin, umem)) {
+		/* Host pages where peer memory was guessed: again, charged. */
+		ib_umem_release(umem);
+		kind = 0;
+		goto again;
+	}
+	mrpin_hook_pinner_leave();
+	return umem;
+}
+#endif
 
 #ifdef MRPIN_UMEM_DESC
 /*
@@ -490,7 +548,7 @@ mrpin_umem_get_desc(struct ib_device *ibdev,
 		return umem;
 	}
 	pin = mrpin_pin_prepare(ibdev, desc->addr, desc->length,
-				mrpin_umem_caller(ret), false);
+				mrpin_umem_caller(ret), 0);
 	if (IS_ERR(pin))
 		return mrpin_umem_refused(pin);
 	return mrpin_umem_pinned(pin, ib_umem_get_desc(ibdev, desc, access),
@@ -526,7 +584,7 @@ mrpin_umem_odp_get(struct ib_device *ibdev, unsigned long addr, size_t size,
 	struct ib_umem_odp *umem_odp;
 	struct mrpin_pin *pin;
 
-	pin = mrpin_pin_prepare(ibdev, addr, size, ret, true);
+	pin = mrpin_pin_prepare(ibdev, addr, size, ret, MRPIN_PIN_ODP);
 	if (IS_ERR(pin))
 		return ERR_CAST(mrpin_umem_refused(pin));
 	umem_odp = ib_umem_odp_get(ibdev, addr, size, access, ops);
@@ -726,19 +784,21 @@ static int mrpin_text_sizes(struct mrpin_text *text, unsigned int n)
 }
 
 /*
- * The address of ib_core's function @name, which has no export, or 0.
- * kallsyms_lookup_name() has no export either; a kprobe looks the name up
- * and is gone at once.  "ib_core:name" looks in ib_core alone, where it is
- * a module: a function of that name elsewhere is never taken for it.
+ * The address of the kernel function @name (in module @mod, when it is
+ * not NULL and the RDMA core is modular), or 0.  kallsyms_lookup_name()
+ * has no export; a kprobe looks the name up and is gone at once.
+ * "ib_core:name" looks in ib_core alone: a function of that name
+ * elsewhere is never taken for ib_core's.
  */
-static unsigned long mrpin_ib_core_fn(const char *name)
+static unsigned long mrpin_kernel_fn(const char *mod, const char *name)
 {
 	struct kprobe kp = { };
 	unsigned long addr = 0;
 	char *qualified;
 
-	qualified = kasprintf(GFP_KERNEL, "%s%s",
-			      IS_MODULE(CONFIG_INFINIBAND) ? "ib_core:" : "",
+	qualified = kasprintf(GFP_KERNEL, "%s%s%s",
+			      mod && IS_MODULE(CONFIG_INFINIBAND) ? mod : "",
+			      mod && IS_MODULE(CONFIG_INFINIBAND) ? ":" : "",
 			      name);
 	if (!qualified)
 		return 0;
@@ -757,7 +817,7 @@ static int mrpin_hook_filter(struct mrpin_hook *hook)
 	int ret;
 
 	if (!hook->target) {
-		hook->target = mrpin_ib_core_fn(hook->name);
+		hook->target = mrpin_kernel_fn("ib_core", hook->name);
 		if (!hook->target) {
 			pr_err("mrpin: ib_core has no %s to trace (inlined or renamed?): mrpin would miss pins, so it does not load\n",
 			       hook->name);
@@ -795,6 +855,21 @@ int mrpin_hook_init(void)
 	BUILD_BUG_ON(!__same_type(&ib_umem_get_desc, &mrpin_umem_get_desc));
 #else
 	BUILD_BUG_ON(!__same_type(&ib_umem_get, &mrpin_umem_get_va));
+#endif
+#ifdef MRPIN_HAVE_UMEM_GET_PEER
+	BUILD_BUG_ON(!__same_type(&ib_umem_get_peer, &mrpin_umem_get_peer));
+#else
+	/*
+	 * Built against headers without the peer interface (the inbox ones),
+	 * loaded where ib_core has it (OFED on a kernel without MODVERSIONS,
+	 * which would otherwise refuse the load): its drivers' pins would
+	 * all go unseen.
+	 */
+	if (mrpin_kernel_fn(NULL, "ib_umem_get_peer")) {
+		pr_err("mrpin: the RDMA core pins with ib_umem_get_peer() (NVIDIA OFED, or a kernel with the peer-memory interface), but this mrpin.ko was built against headers without it and would miss those pins: build it against that RDMA core's headers (OFA_DIR)\n");
+		ret = -ENOEXEC;
+		goto err_drivers;
+	}
 #endif
 	ret = mrpin_text_sizes(mrpin_pin_helpers,
 			       ARRAY_SIZE(mrpin_pin_helpers));

@@ -106,11 +106,15 @@ struct seq_file;
  * @distinct_bytes:	the union of the live pins' pages in each address
  *			space, summed (distinct.c); kept for the machine and
  *			the process only, 0 for the other owners
+ * @peer_bytes:		bytes of the live peer registrations (GPU memory a
+ *			peer client serves): in @pins, not in the host bytes,
+ *			bound by no byte limit
  */
 struct mrpin_counter {
 	atomic64_t pins;
 	atomic64_t pinned_bytes;
 	atomic64_t distinct_bytes;
+	atomic64_t peer_bytes;
 };
 
 /**
@@ -302,6 +306,8 @@ extern struct mutex mrpin_owners_lock;
  * @peak_pinned_bytes:	the highest pinned bytes since load
  * @pins_total:		pins made since load
  * @odp_pins:		live ODP registrations (in @usage's pins, with no bytes)
+ * @peer_pins:		live peer registrations (in @usage's pins, their bytes
+ *			in @usage's peer_bytes)
  * @releases_total:	tracked pins released since load
  * @untracked_releases_total: releases of umems mrpin did not see pinned
  * @denials_total:	pins refused since load
@@ -324,6 +330,7 @@ struct mrpin_stats {
 	atomic64_t peak_pinned_bytes;
 	atomic64_t pins_total;
 	atomic64_t odp_pins;
+	atomic64_t peer_pins;
 	atomic64_t releases_total;
 	atomic64_t untracked_releases_total;
 	atomic64_t denials_total;
@@ -493,6 +500,9 @@ struct mrpin_pin {
 #define MRPIN_PIN_CALLSITE	BIT(2)	/* call site asked for; in mrpin_callsites */
 #define MRPIN_PIN_ODP		BIT(3)	/* on-demand paging: pins no pages */
 #define MRPIN_PIN_PINNING	BIT(4)	/* charged, the real pin not yet made */
+#define MRPIN_PIN_PEER		BIT(5)	/* peer (GPU) memory: no host page */
+/* No host page: no bytes charged, no place in the union. */
+#define MRPIN_PIN_NO_HOST	(MRPIN_PIN_ODP | MRPIN_PIN_PEER)
 
 #define MRPIN_CALLSITE_DEPTH 8
 
@@ -518,8 +528,9 @@ int mrpin_pin_init(void);
 void mrpin_pin_exit(void);
 struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 				    unsigned long addr, size_t size,
-				    unsigned long caller, bool odp);
-void mrpin_pin_record(struct mrpin_pin *pin, struct ib_umem *umem);
+				    unsigned long caller, u8 kind);
+u8 mrpin_pin_kind_of_range(unsigned long addr, size_t size);
+int mrpin_pin_record(struct mrpin_pin *pin, struct ib_umem *umem);
 void mrpin_pin_abort(struct mrpin_pin *pin);
 void mrpin_pin_failed(struct mrpin_pin *pin, unsigned long addr, size_t size,
 		      bool writable, bool odp, int err);
@@ -560,12 +571,12 @@ static inline u64 mrpin_pin_bytes(unsigned long start, size_t length)
  * mrpin_pin_charged() - the bytes a recorded pin is charged
  * @pin: the pin
  *
- * Return: mrpin_pin_bytes() of its range; 0 for an ODP registration,
- * which pins nothing.
+ * Return: mrpin_pin_bytes() of its range; 0 for an ODP or peer
+ * registration, which pins no host page.
  */
 static inline u64 mrpin_pin_charged(const struct mrpin_pin *pin)
 {
-	if (pin->flags & MRPIN_PIN_ODP)
+	if (pin->flags & MRPIN_PIN_NO_HOST)
 		return 0;
 	return mrpin_pin_bytes(pin->start, pin->length);
 }
@@ -610,6 +621,8 @@ static inline u64 mrpin_ram_bytes(void)
 int mrpin_try_charge(const struct mrpin_charge *c, u64 bytes, u64 distinct,
 		     struct cgroup *cgrp);
 void mrpin_count_registration(const struct mrpin_charge *c);
+void mrpin_refund_host(const struct mrpin_charge *c, u64 bytes, u64 distinct);
+void mrpin_account_peer(const struct mrpin_charge *c, s64 bytes);
 void mrpin_uncharge(const struct mrpin_charge *c, u64 bytes, u64 distinct,
 		    bool released);
 void mrpin_deny(struct mrpin_proc *proc, const struct mrpin_violation *v);

@@ -28,6 +28,23 @@
  * the registrations, max_pins, the leaks and the lifetimes, and stays out
  * of every byte count and of the union of pinned ranges.
  *
+ * A peer registration (ib_umem_get_peer() on the peer-memory interface,
+ * compat.h) that a peer memory client served (GPU memory, nvidia-peermem)
+ * pins no host page either: it is recorded with MRPIN_PIN_PEER, counts in
+ * the registrations, max_pins, the leaks and the lifetimes, stays out of
+ * the host bytes and the union, and its bytes are counted apart, as peer
+ * bytes, which no limit bounds.  Which it will be is known for sure only
+ * after the real pin: ib_core tries the host pages first and asks the peer
+ * clients only when that fails.  So mrpin_pin_kind_of_range() guesses
+ * before, from the address space (a range that is not all ordinary
+ * memory, a VM_IO or VM_PFNMAP mapping or a hole, cannot be pinned as host
+ * pages), and mrpin_pin_record() settles it after: a pin charged as host
+ * memory that came back as peer gives its bytes back; one taken for peer
+ * memory that came back holding host pages (the address space changed in
+ * between: another thread mapped memory there) is not recorded: hook.c
+ * releases it and pins again, charged as host memory.  No host pin goes
+ * uncharged, and no GPU registration is refused by a host-bytes limit.
+ *
  * A umem mrpin did not see made (made before mrpin was loaded, a dma-buf
  * umem, or an implicit ODP umem and its children, which no hook sees) is
  * released untouched and counted in untracked_releases_total.
@@ -174,7 +191,7 @@ static void mrpin_pin_uncharge(struct mrpin_pin *pin, bool released)
 	u64 distinct = 0;
 
 	mutex_lock(&c->proc->union_lock);
-	if (!(pin->flags & MRPIN_PIN_ODP))
+	if (!(pin->flags & MRPIN_PIN_NO_HOST))
 		distinct = mrpin_distinct_remove(c->proc, pin->start,
 						 pin->length);
 	mrpin_uncharge(c, mrpin_pin_charged(pin), distinct, released);
@@ -222,8 +239,9 @@ static bool mrpin_pin_ours(unsigned long addr, size_t size)
  * @addr: the start of the user range
  * @size: its length in bytes
  * @caller: the return address into the kernel function that asked
- * @odp: an on-demand-paging registration: it pins nothing, so it charges
- *	no bytes and takes no place in the union
+ * @kind: 0 for host memory; MRPIN_PIN_ODP for an on-demand-paging
+ *	registration, MRPIN_PIN_PEER for peer memory: neither pins a host
+ *	page, so it charges no bytes and takes no place in the union
  *
  * In order: the record, its owners and device (each with a reference),
  * then the two decisions, the stack rule and the limits (the charge), and
@@ -239,9 +257,10 @@ static bool mrpin_pin_ours(unsigned long addr, size_t size)
  */
 struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 				    unsigned long addr, size_t size,
-				    unsigned long caller, bool odp)
+				    unsigned long caller, u8 kind)
 {
-	u64 bytes = odp ? 0 : mrpin_pin_bytes(addr, size), distinct = 0;
+	bool host = !(kind & MRPIN_PIN_NO_HOST);
+	u64 bytes = host ? mrpin_pin_bytes(addr, size) : 0, distinct = 0;
 	struct mrpin_charge *c;
 	struct mrpin_pin *pin;
 	struct mrpin_dev *dev;
@@ -261,7 +280,7 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 	*pin = (struct mrpin_pin){
 		.start = addr,
 		.length = size,
-		.flags = odp ? MRPIN_PIN_ODP : 0,
+		.flags = kind & MRPIN_PIN_NO_HOST,
 		.caller = mrpin_caller_index(caller),
 	};
 	c = &pin->charge;
@@ -284,14 +303,14 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 	if (ret)
 		goto err_refused;
 	mutex_lock(&c->proc->union_lock);
-	if (!odp)
+	if (host)
 		distinct = mrpin_distinct_new_bytes(c->proc, addr, size);
 	ret = mrpin_try_charge(c, bytes, distinct, cgrp);
 	if (ret) {
 		mutex_unlock(&c->proc->union_lock);
 		goto err_refused;
 	}
-	if (!odp && mrpin_distinct_add(c->proc, addr, size)) {
+	if (host && mrpin_distinct_add(c->proc, addr, size)) {
 		mrpin_uncharge(c, bytes, distinct, false);
 		mutex_unlock(&c->proc->union_lock);
 		goto err_nomem_charged;
@@ -370,6 +389,11 @@ static void mrpin_pin_forget(struct mrpin_pin *pin, bool released)
 {
 	if (pin->flags & MRPIN_PIN_ODP)
 		atomic64_dec(&mrpin_stats.odp_pins);
+	if (pin->flags & MRPIN_PIN_PEER) {
+		atomic64_dec(&mrpin_stats.peer_pins);
+		mrpin_account_peer(&pin->charge,
+				   -mrpin_pin_bytes(pin->start, pin->length));
+	}
 	mrpin_pin_uncharge(pin, released);
 	mrpin_pin_free(pin);
 }
@@ -412,21 +436,104 @@ static int mrpin_pin_publish(struct mrpin_pin *pin)
 }
 
 /**
+ * mrpin_pin_kind_of_range() - what a peer-capable pin will likely be
+ * @addr: the start of the user range
+ * @size: its length in bytes
+ *
+ * Host memory, unless some of the range is not ordinary memory (a VM_IO or
+ * VM_PFNMAP mapping, as a GPU's, or no mapping at all), where the host pin
+ * fails and ib_core asks the peer memory clients.  A guess:
+ * mrpin_pin_record() settles it.
+ *
+ * Context: process context (the registering task), may sleep.
+ * Return: 0 or MRPIN_PIN_PEER, for mrpin_pin_prepare().
+ */
+u8 mrpin_pin_kind_of_range(unsigned long addr, size_t size)
+{
+	unsigned long start = addr & PAGE_MASK, end;
+	struct mm_struct *mm = current->mm;
+	struct vm_area_struct *vma;
+	u8 kind = 0;
+
+	if (!mm || mrpin_range_wraps(addr, size))
+		return 0;
+	end = PAGE_ALIGN(addr + size);
+	if (mmap_read_lock_killable(mm))
+		return 0;
+	while (start < end) {
+		vma = find_vma(mm, start);
+		if (!vma || vma->vm_start > start ||
+		    (vma->vm_flags & (VM_IO | VM_PFNMAP))) {
+			kind = MRPIN_PIN_PEER;
+			break;
+		}
+		start = vma->vm_end;
+	}
+	mmap_read_unlock(mm);
+	return kind;
+}
+
+/*
+ * Settle what a pin the kernel made holds, against what mrpin_pin_prepare()
+ * was told: a pin charged as host memory that a peer client served gives
+ * its host bytes back.  Return -EAGAIN for one taken for peer memory that
+ * holds host pages: it must not be recorded uncharged.
+ */
+static int mrpin_pin_settle(struct mrpin_pin *pin, struct ib_umem *umem)
+{
+	struct mrpin_charge *c = &pin->charge;
+	bool peer = mrpin_umem_is_peer(umem);
+	u64 distinct;
+
+	if (pin->flags & MRPIN_PIN_ODP || peer == !!(pin->flags & MRPIN_PIN_PEER))
+		return 0;
+	if (!peer)
+		return -EAGAIN;
+	mutex_lock(&c->proc->union_lock);
+	distinct = mrpin_distinct_remove(c->proc, pin->start, pin->length);
+	mrpin_refund_host(c, mrpin_pin_bytes(pin->start, pin->length),
+			  distinct);
+	pin->flags |= MRPIN_PIN_PEER;
+	mutex_unlock(&c->proc->union_lock);
+	return 0;
+}
+
+/**
  * mrpin_pin_record() - record a pin the kernel made
  * @pin: what mrpin_pin_prepare() returned
- * @umem: what the real ib_umem_get() returned
+ * @umem: what the real pin returned
  *
  * Context: process context, may sleep.
+ * Return: 0; -EAGAIN when @pin was prepared as peer memory (by
+ * mrpin_pin_kind_of_range()'s guess) but @umem holds host pages: @pin is
+ * then rolled back, and the caller releases @umem and pins again as host
+ * memory.
  */
-void mrpin_pin_record(struct mrpin_pin *pin, struct ib_umem *umem)
+int mrpin_pin_record(struct mrpin_pin *pin, struct ib_umem *umem)
 {
+	if (mrpin_pin_settle(pin, umem)) {
+		mrpin_pin_abort(pin);
+		return -EAGAIN;
+	}
 	pin->umem = umem;
 	WRITE_ONCE(pin->created_ns, local_clock());
+	/* Counted before it is published: its release uncounts it. */
+	if (pin->flags & MRPIN_PIN_PEER) {
+		mrpin_account_peer(&pin->charge,
+				   mrpin_pin_bytes(pin->start, pin->length));
+		atomic64_inc(&mrpin_stats.peer_pins);
+	}
 	if (mrpin_pin_publish(pin)) {
 		/* Made but not recorded: its release will be untracked. */
 		atomic64_inc(&mrpin_stats.unrecorded_pins_total);
+		if (pin->flags & MRPIN_PIN_PEER) {
+			mrpin_account_peer(&pin->charge,
+					   -mrpin_pin_bytes(pin->start,
+							    pin->length));
+			atomic64_dec(&mrpin_stats.peer_pins);
+		}
 		mrpin_pin_abort(pin);
-		return;
+		return 0;
 	}
 	WRITE_ONCE(pin->flags, pin->flags & ~MRPIN_PIN_PINNING);
 	mrpin_count_registration(&pin->charge);
@@ -442,6 +549,7 @@ void mrpin_pin_record(struct mrpin_pin *pin, struct ib_umem *umem)
 				pin->length, mrpin_pin_charged(pin),
 				mrpin_pin_caller(pin));
 	}
+	return 0;
 }
 
 static struct mrpin_pin *mrpin_pin_take(struct ib_umem *umem)

@@ -33,7 +33,10 @@
 #   KVER      a full release instead (e.g. 6.12.117+deb12-amd64); its series
 #             follows from it
 #   KFLAVOUR  empty for the generic kernel, "rt" for PREEMPT_RT, "debug" for
-#             the debug kernel scripts/debug-kernel.sh builds and caches
+#             the debug kernel scripts/debug-kernel.sh builds and caches,
+#             "ofed" for the generic 6.1 kernel with NVIDIA OFED's RDMA
+#             stack in place of the inbox one (scripts/ofed.sh builds and
+#             caches it; `paths` then also prints OFA_DIR)
 #   MRPIN_CACHE  default ${XDG_CACHE_HOME:-~/.cache}/mrpin
 #
 # 6.1 and 6.12 come from the suites this machine's apt already has.  7.x
@@ -63,7 +66,8 @@ case "$KFLAVOUR" in
 "" | generic) flavour=amd64 ;;
 rt) flavour=rt-amd64 ;;
 debug) flavour= ;;
-*) die "KFLAVOUR must be empty (generic), 'rt' or 'debug', not '$KFLAVOUR'" ;;
+ofed) flavour=amd64 ;;
+*) die "KFLAVOUR must be empty (generic), 'rt', 'debug' or 'ofed', not '$KFLAVOUR'" ;;
 esac
 if [ -n "${KVER:-}" ]; then
 	case "$KVER" in
@@ -76,6 +80,8 @@ fi
 KSERIES=${KSERIES:-6.1}
 # The debug kernel is built from the 6.12 source (scripts/debug-kernel.sh).
 [ "$KFLAVOUR" != debug ] || KSERIES=6.12
+# The OFED lane runs on Debian 12's own kernel.
+[ "$KFLAVOUR" != ofed ] || KSERIES=6.1
 case "$KSERIES" in
 6.1 | 6.12 | 7) ;;
 *) die "KSERIES must be 6.1, 6.12 or 7, not '$KSERIES'" ;;
@@ -254,6 +260,14 @@ install_slurm() {
 }
 
 # --- the test kernel ---
+
+# ofed build|paths: NVIDIA OFED's stack for the test kernel (cached), the
+# packages its build needs first.
+ofed() {
+	need_pkgs make gcc bc patch xz-utils kmod "linux-headers-$(resolve_kver)" \
+		linux-source-6.1
+	KVER=$(resolve_kver) "$here/ofed.sh" "$1"
+}
 
 # KFLAVOUR=debug: the debug kernel built from the 6.12 source (cached).
 debug_kernel() {
@@ -492,6 +506,7 @@ build)
 		fi
 		need_pkgs "${pkgs[@]}"
 	fi
+	[ "$KFLAVOUR" != ofed ] || ofed build
 	unpack_kselftest
 	;;
 vm)
@@ -503,6 +518,7 @@ vm)
 	else
 		unpack_kernel "$kver"
 	fi
+	[ "$KFLAVOUR" != ofed ] || ofed build
 	;;
 paths)
 	if [ "$KFLAVOUR" = debug ]; then
@@ -510,7 +526,11 @@ paths)
 	else
 		kver=$(resolve_kver)
 		echo "KVER=$kver"
-		echo "KERNEL_DIR=$(kernel_dir "$kver")"
+		if [ "$KFLAVOUR" = ofed ]; then
+			ofed paths | grep -E '^(KERNEL_DIR|OFA_DIR)='
+		else
+			echo "KERNEL_DIR=$(kernel_dir "$kver")"
+		fi
 		echo "KDIR=/lib/modules/$kver/build"
 		if [ "$KSERIES" = 7 ]; then
 			echo "KBUILD_ROOT=$(build_root "$kver")"

@@ -20,6 +20,8 @@
  * is removed); it fails with -EINVAL otherwise, each failed check in the
  * kernel log.
  */
+/* OFED's compat header, included first, has defined it already. */
+#undef pr_fmt
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/completion.h>
