@@ -9,6 +9,8 @@
 #   6.12, 7       Debian 12's 6.12 (Debian 13 and RHEL 10 run 6.12) and the
 #                 newest 7.x
 #   6.12-rt       6.12 with PREEMPT_RT
+#   ofed          6.1 with NVIDIA OFED's RDMA stack (scripts/ofed.sh) in place
+#                 of the inbox one: the kernel-dependent tests
 #   debug         the debug kernel (KASAN, lockdep, kmemleak, failslab)
 #                 built from the 6.12 source
 #   install-test  the packages and dkms on the host
@@ -69,9 +71,9 @@ case "$vms" in
 '' | *[!0-9]* | 0) echo "check-all: MRPIN_VMS must be a positive number, not '$vms'" >&2; exit 2 ;;
 esac
 
-all=(6.1 6.12 7 6.12-rt debug install-test)
+all=(6.1 6.12 7 6.12-rt debug ofed install-test)
 # The kernels' steps, in the order they start.
-kernels=(debug 6.12-rt 7 6.1 6.12)
+kernels=(debug 6.12-rt 7 6.1 ofed 6.12)
 [ $# -gt 0 ] || set -- "${all[@]}"
 for s in "$@"; do
 	[[ " ${all[*]} " == *" $s "* ]] ||
@@ -86,6 +88,7 @@ step_env() {
 	7) echo "KSERIES=7 KFLAVOUR=" ;;
 	6.12-rt) echo "KSERIES=6.12 KFLAVOUR=rt" ;;
 	debug) echo "KSERIES=6.12 KFLAVOUR=debug" ;;
+	ofed) echo "KSERIES=6.1 KFLAVOUR=ofed" ;;
 	install-test) echo "KSERIES=6.1 KFLAVOUR=" ;;
 	esac
 }
@@ -95,7 +98,7 @@ step_cmd() {
 	case "$1" in
 	6.1) echo make check MRPIN_LOOPS="${MRPIN_LOOPS:-short}" ;;
 	6.12 | 7) echo make check MRPIN_LOOPS=short MRPIN_CHECK_SCOPE=series ;;
-	6.12-rt) echo make check MRPIN_LOOPS=short MRPIN_CHECK_SCOPE=kernel ;;
+	6.12-rt | ofed) echo make check MRPIN_LOOPS=short MRPIN_CHECK_SCOPE=kernel ;;
 	debug) echo make check-debug MRPIN_LOOPS=short MRPIN_CHECK_SCOPE=kernel ;;
 	install-test) echo make -j"$vms" install-test ;;
 	esac
