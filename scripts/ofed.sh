@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # NVIDIA's OFED kernel stack for the test bed's OFED lane, built once per
-# kernel and cached: mlnx-ofa_kernel from ../shared/ofed (or $MRPIN_OFED_TARBALL)
+# kernel and cached: mlnx-ofa_kernel from selftests/ofed (or $MRPIN_OFED_TARBALL)
 # configured and built for a Debian kernel's headers, the way OFED's own
 # DKMS package builds it on a host; Soft-RoCE (rxe) built from that
 # kernel's source against OFED's headers (OFED's own rxe is an empty stub),
@@ -28,7 +28,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 : "${MRPIN_CACHE:=${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/mrpin}"
-tarball=${MRPIN_OFED_TARBALL:-$(cd "$here/../.." && pwd)/shared/ofed/mlnx-ofa_kernel-25.10.1.7.1.1.tar.xz}
+tarball=${MRPIN_OFED_TARBALL:-$here/../selftests/ofed/mlnx-ofa_kernel-25.10.1.7.1.1.tar.xz}
 [ -f "$tarball" ] || { echo "ofed: no OFED source at $tarball (MRPIN_OFED_TARBALL)" >&2; exit 1; }
 KVER=${KVER:-$(KSERIES=6.1 KFLAVOUR= "$here/setup.sh" kver)}
 case "$KVER" in
