@@ -90,9 +90,17 @@ userspace: setup
 
 # selftests/kmod/: the selftests' own module (mrpin_counter.sh loads it),
 # built apart from the module DKMS and the packages build.
+# Under OFED, also mrpin.ko built against the inbox headers, in
+# build/inbox/, which mrpin_peer.sh checks OFED's ib_core refuses.
 selftests: setup
 	$(MAKE) -C selftests KSFT_DIR=$$($(SETUP) paths | sed -n 's/^KSFT_DIR=//p')
 	$(IN_ROOT) $(MAKE) -C $(KDIR) M=$(CURDIR)/selftests/kmod W=1 modules
+ifeq ($(KFLAVOUR),ofed)
+	@mkdir -p build/inbox/kmod
+	@cp Kbuild build/inbox/ && cp kmod/Kbuild kmod/ofed.kbuild kmod/probe.sh \
+		$(filter-out %.mod.c %/probes.h,$(wildcard kmod/*.c kmod/*.h)) build/inbox/kmod/
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/build/inbox OFA_DIR=none modules
+endif
 
 # The loops that only repeat what they already checked run fewer times
 # unless MRPIN_LOOPS=full (each test says so).

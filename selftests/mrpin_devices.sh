@@ -30,7 +30,7 @@ ip link add mrpin_d1 type dummy 2>/dev/null
 ip link set mrpin_d1 up
 
 line=$(dev_line rxe0)
-read -r _ guid max_mr pins bytes <<<"$line"
+read -r _ guid max_mr pins bytes _ <<<"$line"
 ktap_check "device_present_at_load_is_listed" test -n "$line"
 ktap_check "node_guid_matches_ibv_devinfo" test "$guid" = "$(ibv_guid rxe0)"
 ktap_check "max_mr_matches_ibv_devinfo" test "$max_mr" = "$(ibv_max_mr rxe0)"

@@ -3,7 +3,7 @@
  * mrpin_pinner: register memory regions and hold them, for mrpin's tests.
  *
  *   mrpin_pinner [--dev NAME] [--also NAME]... [--threads N] [--hold]
- *                [--no-dereg] [--linger SECONDS] SIZE[@OFFSET]...
+ *                [--no-dereg] [--linger SECONDS] [--map PATH] SIZE[@OFFSET]...
  *
  * Each SIZE[@OFFSET] is one MR of SIZE bytes that starts OFFSET bytes into
  * a buffer of its own (page-aligned, mmap'd and touched); sizes take a K,
@@ -15,6 +15,9 @@
  * --linger S it lives S seconds more after deregistering them (a process
  * that goes on without MRs), then exits.
  *
+ * With --map PATH, each buffer is a shared mapping of the file or device
+ * PATH instead of anonymous memory (the OFED lane's peer memory device).
+ *
  * With --also NAME, each MR's range is registered once more on device
  * NAME, after the first device's MRs are made (the same buffer on several
  * devices, as a node with several rails does); up to ALSO_MAX devices.
@@ -23,6 +26,7 @@
  * lifted when allowed.  Exit status: 0, 1 on error, 2 on bad usage.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -99,6 +103,25 @@ static int parse_mr(const char *arg, struct pinner_mr *m)
 	return 0;
 }
 
+/* --map: the file each buffer maps, or NULL for anonymous memory. */
+static const char *map_path;
+
+static void *map_buf(size_t len)
+{
+	void *buf;
+	int fd;
+
+	if (!map_path)
+		return mmap(NULL, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	fd = open(map_path, O_RDWR);
+	if (fd < 0)
+		return MAP_FAILED;
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	return buf;
+}
+
 static void *register_mrs(void *arg)
 {
 	struct pinner_thread *t = arg;
@@ -107,8 +130,7 @@ static void *register_mrs(void *arg)
 
 	for (i = t->first; i < t->nmrs; i += t->step) {
 		m = &t->mrs[i];
-		m->buf = mmap(NULL, m->buf_len, PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		m->buf = map_buf(m->buf_len);
 		if (m->buf == MAP_FAILED) {
 			m->buf = NULL;
 			m->err = errno;
@@ -124,7 +146,7 @@ static void *register_mrs(void *arg)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: mrpin_pinner [--dev NAME] [--also NAME]... [--threads N] [--hold] [--no-dereg] [--linger SECONDS] SIZE[@OFFSET]...\n");
+	fprintf(stderr, "usage: mrpin_pinner [--dev NAME] [--also NAME]... [--threads N] [--hold] [--no-dereg] [--linger SECONDS] [--map PATH] SIZE[@OFFSET]...\n");
 	exit(2);
 }
 
@@ -179,6 +201,7 @@ int main(int argc, char **argv)
 		{ "hold", no_argument, NULL, 'h' },
 		{ "no-dereg", no_argument, NULL, 'n' },
 		{ "linger", required_argument, NULL, 'l' },
+		{ "map", required_argument, NULL, 'm' },
 		{ }
 	};
 	const char *dev = mrpin_dev_name();
@@ -213,6 +236,9 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			dereg = false;
+			break;
+		case 'm':
+			map_path = optarg;
 			break;
 		case 'l':
 			linger = atoi(optarg);

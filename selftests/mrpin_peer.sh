@@ -1,0 +1,101 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Peer memory (GPUDirect's kind) on NVIDIA OFED's RDMA stack: a
+# registration that a peer memory client serves holds no host page, so it
+# is charged no host bytes and refused by no host-bytes limit, is shown as
+# peer memory in stats, pins, procs and devices, counts as an MR (max_pins
+# bounds it), and goes back to nothing when it is deregistered.  Its peer
+# client is selftests/kmod/mrpin_peer_test.ko, over pages of its own that
+# the test maps (VM_IO | VM_PFNMAP, as a GPU's memory is mapped); rxe, in
+# the OFED lane, pins through ib_umem_get_peer() as OFED's mlx5 does.
+. "$(dirname "$0")/lib.sh"
+
+require_root
+KO=${MRPIN_KO%/kmod/mrpin.ko}/selftests/kmod/mrpin_peer_test.ko
+[ -f "$KO" ] ||
+	ktap_skip_all "no peer-memory interface in this RDMA stack (the test's peer client builds against NVIDIA OFED's only): the OFED lane runs this test"
+require_built "$MRPIN_KO" "$(dirname "$0")/mrpin_pinner"
+CTL=$MRPIN_CTL
+mrpin_load
+tmp=$(mktemp -d)
+cleanup() {
+	[ -z "${pid:-}" ] || kill "$pid" 2>/dev/null
+	wait 2>/dev/null
+	"$CTL" limit reset >/dev/null 2>&1
+	rmmod mrpin_peer_test 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+ktap_plan 10
+
+kernel_log_mark
+insmod "$KO" || ktap_diag "insmod $KO failed"
+dev=/dev/mrpin_peer_test
+page=$(getconf PAGESIZE)
+size=$((16 * page))
+
+host_before=$(mrpin_stat pinned_bytes)
+pins_before=$(mrpin_stat pins)
+mrpin_start_pinner peer --map "$dev" "$size"
+ktap_check "peer_registration_is_made" test -n "$pid"
+ktap_check "stats_count_it_as_peer_memory_not_host_bytes" \
+	mrpin_stats_are "1 $size $host_before $((pins_before + 1))" \
+		peer_pins peer_bytes pinned_bytes pins
+# pins: pid ... pinned_bytes (7th) ... peer (last).
+row=$(awk -v p="$pid" '$2 == p' "$MRPIN_DIR/pins")
+ktap_check "pins_shows_it_as_peer_with_no_pinned_bytes" \
+	eval '[ "$(awk "{ print \$7, \$NF }" <<<"$row")" = "0 1" ]'
+prow=$(awk -v p="$pid" '$1 == p' "$MRPIN_DIR/procs")
+ktap_check "procs_shows_its_peer_bytes" \
+	eval '[ "$(awk "{ print \$6, \$NF }" <<<"$prow")" = "0 $size" ]'
+ktap_check "devices_shows_its_peer_bytes" \
+	eval '[ "$(awk "\$1 == \"rxe0\" { print \$NF }" "$MRPIN_DIR/devices")" = "$size" ]'
+kill "$pid"
+wait "$pid" 2>/dev/null
+pid=
+ktap_check "its_release_leaves_nothing" \
+	mrpin_stats_are "0 0 $host_before $pins_before" \
+		peer_pins peer_bytes pinned_bytes pins
+
+# A host-bytes limit below the registration: the peer one is made, a host
+# one of the same size refused.
+"$CTL" limit set process max_pinned=$page >"$tmp/out" 2>&1 || ktap_diag "$(cat "$tmp/out")"
+if mrpin_start_pinner peer2 --map "$dev" "$size"; then peer_ok=1; else peer_ok=0; fi
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+pid=
+host_ok=0
+"$(dirname "$0")/mrpin_pinner" "$size" </dev/null >"$tmp/host" 2>&1 && host_ok=1
+ktap_check "a_host_bytes_limit_does_not_refuse_peer_memory" \
+	eval '[ "$peer_ok $host_ok" = "1 0" ]'
+
+# max_pins bounds MRs, peer ones too.
+"$CTL" limit reset >/dev/null 2>&1
+"$CTL" limit set process max_pins=1 >"$tmp/out" 2>&1 || ktap_diag "$(cat "$tmp/out")"
+two=0
+"$(dirname "$0")/mrpin_pinner" --map "$dev" "$page" "$page" </dev/null >"$tmp/two" 2>&1 && two=1
+ktap_check "max_pins_bounds_peer_registrations" \
+	eval '[ "$two" = 0 ] && grep -q "^mr " "$tmp/two"'
+"$CTL" limit reset >/dev/null 2>&1
+
+# mrpin.ko built against the inbox headers (make selftests, KFLAVOUR=ofed):
+# OFED's ib_core refuses it, with the message the README quotes.
+inbox=${MRPIN_KO%/kmod/mrpin.ko}/build/inbox/kmod/mrpin.ko
+if [ -f "$inbox" ]; then
+	mrpin_unload
+	kernel_log_read
+	seen=$(wc -l <<<"$kernel_log")
+	refused=0
+	insmod "$inbox" 2>"$tmp/insmod" || refused=1
+	kernel_log_read
+	mrpin_loaded && [ "$refused" = 0 ] && rmmod mrpin
+	mrpin_load
+	ktap_check "an_inbox_built_mrpin_is_refused_by_ofeds_ib_core" \
+		eval '[ "$refused" = 1 ] && tail -n +"$((seen + 1))" <<<"$kernel_log" |
+			grep -q "mrpin: disagrees about version of symbol"'
+else
+	ktap_skip "an_inbox_built_mrpin_is_refused_by_ofeds_ib_core" "$inbox is not built (make selftests KFLAVOUR=ofed)"
+fi
+ktap_check_kernel_log "no_kernel_problem_logged"
+ktap_finish
