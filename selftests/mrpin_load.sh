@@ -31,7 +31,7 @@ ktap_check "loads_with_insmod" insmod "$MRPIN_KO"
 ktap_check "version_file_names_the_module" \
 	grep -Eq '^mrpin [0-9]+\.[0-9]+\.[0-9]+$' "$MRPIN_DIR/version"
 ktap_check "devices_file_starts_with_its_header" \
-	bash -c "head -n1 $MRPIN_DIR/devices | grep -qx '# device node_guid max_mr pins pinned_bytes'"
+	bash -c "head -n1 $MRPIN_DIR/devices | grep -qx '# device node_guid max_mr pins pinned_bytes peer_bytes'"
 ktap_check "ftrace_is_on_to_start_with" \
 	test "$(cat /proc/sys/kernel/ftrace_enabled)" = 1
 ktap_check "ftrace_cannot_be_switched_off_while_loaded" ftrace_stays_on
