@@ -19,7 +19,7 @@
 #include <signal.h>
 
 #define PINS_TAIL	" age_ms stack bytes_4k bytes_2m bytes_1g align oversized odp state peer"
-#define PROCS_TAIL	" denials failures bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist distinct_bytes deregistrations"
+#define PROCS_TAIL	" denials failures bytes_4k bytes_2m bytes_1g stack_pins cleanup_releases registrations reg_per_s life_hist distinct_bytes deregistrations peer_bytes"
 #define LEAKS_HEADER	"# comm uid count bytes last_time_ns"
 #define CALLSITES_HEADER "# pid comm pins bytes oldest_age_ms frames newest_age_ms"
 #define GLOBAL_DEFAULTS	"stack=warn oversize=1G mr_table_warn=80% callsites=off log_failures=off"
