@@ -796,9 +796,9 @@ static unsigned long mrpin_kernel_fn(const char *mod, const char *name)
 	unsigned long addr = 0;
 	char *qualified;
 
-	qualified = kasprintf(GFP_KERNEL, "%s%s%s",
-			      mod && IS_MODULE(CONFIG_INFINIBAND) ? mod : "",
-			      mod && IS_MODULE(CONFIG_INFINIBAND) ? ":" : "",
+	if (!IS_MODULE(CONFIG_INFINIBAND))
+		mod = NULL;
+	qualified = kasprintf(GFP_KERNEL, "%s%s%s", mod ?: "", mod ? ":" : "",
 			      name);
 	if (!qualified)
 		return 0;

@@ -36,14 +36,19 @@
  * bytes, which no limit bounds.  Which it will be is known for sure only
  * after the real pin: ib_core tries the host pages first and asks the peer
  * clients only when that fails.  So mrpin_pin_kind_of_range() guesses
- * before, from the address space (a range that is not all ordinary
- * memory, a VM_IO or VM_PFNMAP mapping or a hole, cannot be pinned as host
- * pages), and mrpin_pin_record() settles it after: a pin charged as host
- * memory that came back as peer gives its bytes back; one taken for peer
- * memory that came back holding host pages (the address space changed in
+ * before, from the address space (a range with no ordinary memory, only
+ * VM_IO or VM_PFNMAP mappings and holes, cannot be pinned as host pages),
+ * and mrpin_pin_record() settles it after: a pin charged as host memory
+ * that came back as peer gives its bytes back; one taken for peer memory
+ * that came back holding host pages (the address space changed in
  * between: another thread mapped memory there) is not recorded: hook.c
- * releases it and pins again, charged as host memory.  No host pin goes
+ * releases it and pins again, charged as host memory.  No host pin stays
  * uncharged, and no GPU registration is refused by a host-bytes limit.
+ * What is left: while the real pin of a range taken for peer memory runs,
+ * pages another thread has just mapped there are pinned before they are
+ * charged, for as long as that pin takes (it can wait on a page, a FUSE
+ * file's, that it maps too); its record shows it meanwhile (`pins`: peer,
+ * pinning).
  *
  * A umem mrpin did not see made (made before mrpin was loaded, a dma-buf
  * umem, or an implicit ODP umem and its children, which no hook sees) is
@@ -440,10 +445,14 @@ static int mrpin_pin_publish(struct mrpin_pin *pin)
  * @addr: the start of the user range
  * @size: its length in bytes
  *
- * Host memory, unless some of the range is not ordinary memory (a VM_IO or
- * VM_PFNMAP mapping, as a GPU's, or no mapping at all), where the host pin
- * fails and ib_core asks the peer memory clients.  A guess:
- * mrpin_pin_record() settles it.
+ * Peer memory when no page of the range is ordinary memory: every part of
+ * it is a VM_IO or VM_PFNMAP mapping (as a GPU's) or no mapping at all,
+ * where the host pin fails at once, before it pins anything, and ib_core
+ * asks the peer memory clients.  Host memory as soon as one page is
+ * ordinary: a range of ordinary memory followed by a device's mapping
+ * would otherwise have its ordinary pages pinned, uncharged, while the
+ * host pin works through them (for as long as it waits on one, a FUSE
+ * page, say).  A guess: mrpin_pin_record() settles it.
  *
  * Context: process context (the registering task), may sleep.
  * Return: 0 or MRPIN_PIN_PEER, for mrpin_pin_prepare().
@@ -453,21 +462,19 @@ u8 mrpin_pin_kind_of_range(unsigned long addr, size_t size)
 	unsigned long start = addr & PAGE_MASK, end;
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
-	u8 kind = 0;
+	u8 kind = MRPIN_PIN_PEER;
 
 	if (!mm || mrpin_range_wraps(addr, size))
 		return 0;
 	end = PAGE_ALIGN(addr + size);
 	if (mmap_read_lock_killable(mm))
 		return 0;
-	while (start < end) {
-		vma = find_vma(mm, start);
-		if (!vma || vma->vm_start > start ||
-		    (vma->vm_flags & (VM_IO | VM_PFNMAP))) {
-			kind = MRPIN_PIN_PEER;
+	for (vma = find_vma(mm, start); vma && vma->vm_start < end;
+	     vma = find_vma(mm, vma->vm_end)) {
+		if (!(vma->vm_flags & (VM_IO | VM_PFNMAP))) {
+			kind = 0;
 			break;
 		}
-		start = vma->vm_end;
 	}
 	mmap_read_unlock(mm);
 	return kind;

@@ -30,7 +30,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${MRPIN_CACHE:=${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/mrpin}"
 tarball=${MRPIN_OFED_TARBALL:-$here/../selftests/ofed/mlnx-ofa_kernel-25.10.1.7.1.1.tar.xz}
 [ -f "$tarball" ] || { echo "ofed: no OFED source at $tarball (MRPIN_OFED_TARBALL)" >&2; exit 1; }
-KVER=${KVER:-$(KSERIES=6.1 KFLAVOUR= "$here/setup.sh" kver)}
+KVER=${KVER:-$(KSERIES=6.1 KFLAVOUR='' "$here/setup.sh" kver)}
 case "$KVER" in
 6.1.*) series=6.1 ;;
 6.12.*) series=6.12 ;;
@@ -80,7 +80,7 @@ build_ofed() {
 # rxe from the kernel's own source, adapted to OFED's ib_core by the patch.
 build_rxe() {
 	local src pkg=linux-source-$series ofa=$dir/ofa
-	src=$(KSERIES=$series KFLAVOUR= KVER= "$here/setup.sh" source)
+	src=$(KSERIES=$series KFLAVOUR='' KVER='' "$here/setup.sh" source)
 	echo "ofed: building rdma_rxe from $pkg against OFED" >&2
 	rm -rf "$bed/rxe"
 	mkdir -p "$bed/rxe"
@@ -97,8 +97,8 @@ build_rxe() {
 # The kernel's module tree with OFED's modules and rxe in updates/ofed.
 build_root() {
 	local kdir m
-	kdir=$(KVER=$KVER KFLAVOUR= "$here/setup.sh" paths | sed -n 's/^KERNEL_DIR=//p')
-	KVER=$KVER KFLAVOUR= "$here/setup.sh" vm
+	kdir=$(KVER=$KVER KFLAVOUR='' "$here/setup.sh" paths | sed -n 's/^KERNEL_DIR=//p')
+	KVER=$KVER KFLAVOUR='' "$here/setup.sh" vm
 	rm -rf "$bed/root"
 	mkdir -p "$bed/root/boot" "$bed/root/lib/modules"
 	cp -a "$kdir/boot/." "$bed/root/boot/"

@@ -26,6 +26,8 @@
 #include <linux/slab.h>
 #include <rdma/peer_mem.h>
 
+#include "compat.h"
+
 /* Mappings are at most this big: the test registers a few pages. */
 #define MRPIN_PEER_MAX_PAGES 1024
 
@@ -142,7 +144,7 @@ static int mrpin_peer_acquire(unsigned long addr, size_t size, void *priv,
 
 	if (!current->mm || !size || addr + size < addr)
 		return 0;
-	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	ctx = kzalloc_obj(*ctx, GFP_KERNEL);
 	if (!ctx)
 		return -ENOMEM;
 	mmap_read_lock(current->mm);
