@@ -432,6 +432,7 @@ struct mrpin_user *mrpin_user_get(kuid_t uid)
 		return ERR_PTR(-ENOMEM);
 	atomic_set(&new->ref, 1);
 	new->uid = uid;
+	mutex_init(&new->peer_lock);
 
 	mutex_lock(&mrpin_owners_lock);
 	user = mrpin_user_find_rcu(uid);

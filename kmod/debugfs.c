@@ -83,6 +83,8 @@ static int stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "peer_pins %lld\n", atomic64_read(&s->peer_pins));
 	seq_printf(m, "peer_bytes %lld\n",
 		   atomic64_read(&s->usage.peer_bytes));
+	seq_printf(m, "peer_races_total %lld\n",
+		   atomic64_read(&s->peer_races_total));
 	seq_printf(m, "pinned_bytes %lld\n",
 		   atomic64_read(&s->usage.pinned_bytes));
 	seq_printf(m, "distinct_bytes %lld\n",

@@ -77,8 +77,8 @@
  * its own and its 6.12 build splits and partly inlines into the two: so
  * both exported functions are redirected, never the static one.  Neither
  * calls the other, so each pin passes one wrapper once.  Whether the pin
- * holds host pages or a peer client's (GPU) memory, pin.c guesses before
- * and settles after (mrpin_pin_kind_of_range(), mrpin_pin_record()): a
+ * holds host pages or a peer client's (GPU) memory, peer.c guesses before
+ * and pin.c settles after (mrpin_peer_guess(), mrpin_pin_record()): a
  * pin taken for peer memory that comes back with host pages is released
  * and made again, charged.  A module built without the interface refuses
  * to load where ib_core has it: it would miss those pins.
@@ -502,7 +502,7 @@ static struct ib_umem *mrpin_umem_get_peer(struct ib_device *ibdev,
 {
 	unsigned long ret = (unsigned long)__builtin_return_address(0);
 	unsigned long caller = mrpin_umem_caller(ret);
-	u8 kind = mrpin_pin_kind_of_range(addr, size);
+	u8 kind = mrpin_peer_guess(addr, size);
 	struct mrpin_pin *pin;
 	struct ib_umem *umem;
 

@@ -55,6 +55,7 @@ err_device:
 	mrpin_device_exit();
 err_pin:
 	mrpin_pin_exit();
+	mrpin_peer_exit();
 err_distinct:
 	mrpin_distinct_exit();
 err_account:
@@ -72,6 +73,7 @@ static void __exit mrpin_exit(void)
 	mrpin_securityfs_exit();
 	mrpin_debugfs_exit();
 	mrpin_pin_exit();
+	mrpin_peer_exit();
 	mrpin_client_exit();
 	mrpin_device_exit();
 	mrpin_distinct_exit();

@@ -243,6 +243,8 @@ struct mrpin_proc {
  *		pin finds it first (as a process record)
  * @uid:	the user
  * @usage:	live pins and bytes
+ * @peer_lock:	held across each of the user's pins taken for peer memory,
+ *		one at a time (peer.c)
  * @rcu:	frees the record after the last RCU reader
  */
 struct mrpin_user {
@@ -251,6 +253,7 @@ struct mrpin_user {
 	atomic_t ref;
 	kuid_t uid;
 	struct mrpin_counter usage;
+	struct mutex peer_lock;		/* see peer.c */
 	struct rcu_head rcu;
 };
 
@@ -308,6 +311,8 @@ extern struct mutex mrpin_owners_lock;
  * @odp_pins:		live ODP registrations (in @usage's pins, with no bytes)
  * @peer_pins:		live peer registrations (in @usage's pins, their bytes
  *			in @usage's peer_bytes)
+ * @peer_races_total:	pins taken for peer memory that came back holding
+ *			host pages (peer.c)
  * @releases_total:	tracked pins released since load
  * @untracked_releases_total: releases of umems mrpin did not see pinned
  * @denials_total:	pins refused since load
@@ -331,6 +336,7 @@ struct mrpin_stats {
 	atomic64_t pins_total;
 	atomic64_t odp_pins;
 	atomic64_t peer_pins;
+	atomic64_t peer_races_total;
 	atomic64_t releases_total;
 	atomic64_t untracked_releases_total;
 	atomic64_t denials_total;
@@ -501,6 +507,7 @@ struct mrpin_pin {
 #define MRPIN_PIN_ODP		BIT(3)	/* on-demand paging: pins no pages */
 #define MRPIN_PIN_PINNING	BIT(4)	/* charged, the real pin not yet made */
 #define MRPIN_PIN_PEER		BIT(5)	/* peer (GPU) memory: no host page */
+#define MRPIN_PIN_PEER_TURN	BIT(6)	/* holds its user's peer turn (peer.c) */
 /* No host page: no bytes charged, no place in the union. */
 #define MRPIN_PIN_NO_HOST	(MRPIN_PIN_ODP | MRPIN_PIN_PEER)
 
@@ -529,7 +536,6 @@ void mrpin_pin_exit(void);
 struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 				    unsigned long addr, size_t size,
 				    unsigned long caller, u8 kind);
-u8 mrpin_pin_kind_of_range(unsigned long addr, size_t size);
 int mrpin_pin_record(struct mrpin_pin *pin, struct ib_umem *umem);
 void mrpin_pin_abort(struct mrpin_pin *pin);
 void mrpin_pin_failed(struct mrpin_pin *pin, unsigned long addr, size_t size,
@@ -537,6 +543,14 @@ void mrpin_pin_failed(struct mrpin_pin *pin, unsigned long addr, size_t size,
 struct mrpin_pin *mrpin_pin_unpublish(struct ib_umem *umem, bool *cleanup);
 void mrpin_pin_released(struct mrpin_pin *pin, bool cleanup);
 unsigned long mrpin_pin_caller(const struct mrpin_pin *pin);
+
+/* peer.c */
+u8 mrpin_peer_guess(unsigned long addr, size_t size);
+int mrpin_peer_enter(struct mrpin_user *user);
+void mrpin_peer_leave(struct mrpin_user *user);
+void mrpin_peer_raced(struct mrpin_user *user, pid_t tgid,
+		      unsigned long addr, size_t size);
+void mrpin_peer_exit(void);
 
 /**
  * mrpin_range_wraps() - whether a user range is one ib_umem_get() refuses

@@ -35,20 +35,17 @@
  * the host bytes and the union, and its bytes are counted apart, as peer
  * bytes, which no limit bounds.  Which it will be is known for sure only
  * after the real pin: ib_core tries the host pages first and asks the peer
- * clients only when that fails.  So mrpin_pin_kind_of_range() guesses
- * before, from the address space (a range with no ordinary memory, only
- * VM_IO or VM_PFNMAP mappings and holes, cannot be pinned as host pages),
- * and mrpin_pin_record() settles it after: a pin charged as host memory
- * that came back as peer gives its bytes back; one taken for peer memory
- * that came back holding host pages (the address space changed in
- * between: another thread mapped memory there) is not recorded: hook.c
- * releases it and pins again, charged as host memory.  No host pin stays
- * uncharged, and no GPU registration is refused by a host-bytes limit.
- * What is left: while the real pin of a range taken for peer memory runs,
- * pages another thread has just mapped there are pinned before they are
- * charged, for as long as that pin takes (it can wait on a page, a FUSE
- * file's, that it maps too); its record shows it meanwhile (`pins`: peer,
- * pinning).
+ * clients only when that fails.  So peer.c guesses before, from the
+ * address space, and mrpin_pin_record() settles it after: a pin charged as
+ * host memory that came back as peer gives its bytes back; one taken for
+ * peer memory that came back holding host pages (the address space
+ * changed in between: another thread mapped memory there) is not
+ * recorded: hook.c releases it and pins again, charged as host memory.
+ * No host pin stays uncharged, and no GPU registration is refused by a
+ * host-bytes limit.  A pin taken for peer memory holds its user's turn
+ * (MRPIN_PIN_PEER_TURN) from mrpin_pin_prepare() until it is recorded or
+ * rolled back: peer.c says how that bounds what such a pin can hold
+ * uncharged meanwhile.
  *
  * A umem mrpin did not see made (made before mrpin was loaded, a dma-buf
  * umem, or an implicit ODP umem and its children, which no hook sees) is
@@ -331,6 +328,18 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 		mrpin_pin_free(pin);
 		return mrpin_pin_nomem();
 	}
+	if (kind & MRPIN_PIN_PEER) {
+		/* In `pins` (peer, pinning) while it waits for its turn. */
+		ret = mrpin_peer_enter(c->user);
+		if (ret) {
+			mrpin_pin_abort(pin);
+			if (ret == -EAGAIN)
+				return mrpin_pin_prepare(ibdev, addr, size,
+							 caller, 0);
+			return ERR_PTR(ret);
+		}
+		pin->flags |= MRPIN_PIN_PEER_TURN;
+	}
 	return pin;
 
 err_refused:
@@ -355,6 +364,15 @@ err_nomem_dev:
 	return mrpin_pin_nomem();
 }
 
+/* End the peer turn a pin taken for peer memory holds, once. */
+static void mrpin_pin_end_turn(struct mrpin_pin *pin)
+{
+	if (pin->flags & MRPIN_PIN_PEER_TURN) {
+		WRITE_ONCE(pin->flags, pin->flags & ~MRPIN_PIN_PEER_TURN);
+		mrpin_peer_leave(pin->charge.user);
+	}
+}
+
 /**
  * mrpin_pin_abort() - roll back a prepared pin that will not be made
  * @pin: what mrpin_pin_prepare() returned
@@ -363,6 +381,7 @@ err_nomem_dev:
  */
 void mrpin_pin_abort(struct mrpin_pin *pin)
 {
+	mrpin_pin_end_turn(pin);
 	mrpin_pin_free_slot(pin);
 	mrpin_pin_uncharge(pin, false);
 	mrpin_pin_free(pin);
@@ -440,46 +459,6 @@ static int mrpin_pin_publish(struct mrpin_pin *pin)
 	}
 }
 
-/**
- * mrpin_pin_kind_of_range() - what a peer-capable pin will likely be
- * @addr: the start of the user range
- * @size: its length in bytes
- *
- * Peer memory when no page of the range is ordinary memory: every part of
- * it is a VM_IO or VM_PFNMAP mapping (as a GPU's) or no mapping at all,
- * where the host pin fails at once, before it pins anything, and ib_core
- * asks the peer memory clients.  Host memory as soon as one page is
- * ordinary: a range of ordinary memory followed by a device's mapping
- * would otherwise have its ordinary pages pinned, uncharged, while the
- * host pin works through them (for as long as it waits on one, a FUSE
- * page, say).  A guess: mrpin_pin_record() settles it.
- *
- * Context: process context (the registering task), may sleep.
- * Return: 0 or MRPIN_PIN_PEER, for mrpin_pin_prepare().
- */
-u8 mrpin_pin_kind_of_range(unsigned long addr, size_t size)
-{
-	unsigned long start = addr & PAGE_MASK, end;
-	struct mm_struct *mm = current->mm;
-	struct vm_area_struct *vma;
-	u8 kind = MRPIN_PIN_PEER;
-
-	if (!mm || mrpin_range_wraps(addr, size))
-		return 0;
-	end = PAGE_ALIGN(addr + size);
-	if (mmap_read_lock_killable(mm))
-		return 0;
-	for (vma = find_vma(mm, start); vma && vma->vm_start < end;
-	     vma = find_vma(mm, vma->vm_end)) {
-		if (!(vma->vm_flags & (VM_IO | VM_PFNMAP))) {
-			kind = 0;
-			break;
-		}
-	}
-	mmap_read_unlock(mm);
-	return kind;
-}
-
 /*
  * Settle what a pin the kernel made holds, against what mrpin_pin_prepare()
  * was told: a pin charged as host memory that a peer client served gives
@@ -512,16 +491,20 @@ static int mrpin_pin_settle(struct mrpin_pin *pin, struct ib_umem *umem)
  *
  * Context: process context, may sleep.
  * Return: 0; -EAGAIN when @pin was prepared as peer memory (by
- * mrpin_pin_kind_of_range()'s guess) but @umem holds host pages: @pin is
+ * peer.c's guess) but @umem holds host pages: @pin is
  * then rolled back, and the caller releases @umem and pins again as host
  * memory.
  */
 int mrpin_pin_record(struct mrpin_pin *pin, struct ib_umem *umem)
 {
 	if (mrpin_pin_settle(pin, umem)) {
+		/* Before the turn ends: no pin waiting for it is taken as peer. */
+		mrpin_peer_raced(pin->charge.user, pin->charge.proc->tgid,
+				 pin->start, pin->length);
 		mrpin_pin_abort(pin);
 		return -EAGAIN;
 	}
+	mrpin_pin_end_turn(pin);
 	pin->umem = umem;
 	WRITE_ONCE(pin->created_ns, local_clock());
 	/* Counted before it is published: its release uncounts it. */

@@ -15,7 +15,8 @@ require_root
 KO=${MRPIN_KO%/kmod/mrpin.ko}/selftests/kmod/mrpin_peer_test.ko
 [ -f "$KO" ] ||
 	ktap_skip_all "no peer-memory interface in this RDMA stack (the test's peer client builds against NVIDIA OFED's only): the OFED lane runs this test"
-require_built "$MRPIN_KO" "$(dirname "$0")/mrpin_pinner"
+require_built "$MRPIN_KO" "$(dirname "$0")/mrpin_pinner" \
+	"$(dirname "$0")/mrpin_peer_race"
 CTL=$MRPIN_CTL
 mrpin_load
 tmp=$(mktemp -d)
@@ -23,11 +24,12 @@ cleanup() {
 	[ -z "${pid:-}" ] || kill "$pid" 2>/dev/null
 	wait 2>/dev/null
 	"$CTL" limit reset >/dev/null 2>&1
+	echo 0 >/sys/module/mrpin_peer_test/parameters/hold 2>/dev/null
 	rmmod mrpin_peer_test 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-ktap_plan 10
+ktap_plan 15
 
 kernel_log_mark
 insmod "$KO" || ktap_diag "insmod $KO failed"
@@ -76,6 +78,36 @@ two=0
 "$(dirname "$0")/mrpin_pinner" --map "$dev" "$page" "$page" </dev/null >"$tmp/two" 2>&1 && two=1
 made=$(grep -c '^mr ' "$tmp/two")
 ktap_check "max_pins_bounds_peer_registrations" test "$two $((made > 0))" = "0 1"
+"$CTL" limit reset >/dev/null 2>&1
+
+# The address space changed under a registration taken for peer memory
+# (mrpin_peer_race): ordinary memory mapped over the range while the pin
+# waits for its user's turn.  The pin finds host pages: mrpin gives them
+# back and pins again, charged, which the host-bytes limit refuses; the
+# user's later peer registrations are charged as host memory, another
+# user's are not.
+"$CTL" limit set process max_pinned="$page" >"$tmp/out" 2>&1 || ktap_diag "$(cat "$tmp/out")"
+"$(dirname "$0")/mrpin_peer_race" "$dev" "$size" >"$tmp/race" 2>&1 ||
+	ktap_diag "mrpin_peer_race: $(cat "$tmp/race")"
+ktap_check "a_peer_registration_raced_by_a_mapping_is_charged_as_host_memory" \
+	test "$(tr '\n' ' ' <"$tmp/race")" = "first ok second failed: ENOMEM "
+kernel_log_read
+ktap_check "the_race_is_counted_and_logged" bash -c \
+	"[ \"\$1\" = 1 ] && grep -q 'mapped memory under its registration of peer memory' <<<\"\$2\"" \
+	_ "$(mrpin_stat peer_races_total)" "$kernel_log"
+ktap_check "nothing_stays_charged_after_it" \
+	mrpin_stats_are "0 0 $host_before $pins_before" \
+		peer_pins peer_bytes pinned_bytes pins
+suspect=0
+"$(dirname "$0")/mrpin_pinner" --map "$dev" "$size" </dev/null >"$tmp/suspect" 2>&1 || suspect=1
+ktap_check "the_racing_users_peer_registrations_are_charged_from_then_on" \
+	test "$suspect" = 1
+other=0
+prlimit --memlock=unlimited:unlimited \
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+	"$(dirname "$0")/mrpin_pinner" --map "$dev" "$size" </dev/null >"$tmp/other" 2>&1 || other=1
+[ "$other" = 0 ] || ktap_diag "as uid 65534: $(cat "$tmp/other")"
+ktap_check "another_users_are_not" test "$other" = 0
 "$CTL" limit reset >/dev/null 2>&1
 
 # mrpin.ko built against the inbox headers (make selftests, KFLAVOUR=ofed):

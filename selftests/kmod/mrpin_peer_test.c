@@ -14,15 +14,23 @@
  * No invalidation callback: the mapping's pages stay allocated until the
  * last registration and the mapping are gone (a reference each).
  *
+ * While the parameter hold is 1 (/sys/module/mrpin_peer_test/parameters/
+ * hold), acquire() waits, as a slow GPU pin would, before it looks at the
+ * range: a test makes a registration last as long as it needs, outside
+ * any lock of the address space.  It waits at most a minute, and a fatal
+ * signal ends the wait.
+ *
  * Locking: mrpin_peer_lock (mutex) protects nothing but the lookup of a
  * mapping by address, under the caller's mmap lock; a mapping's pages are
  * fixed once made and freed with its last reference.
  */
+#include <linux/delay.h>
 #include <linux/kref.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/scatterlist.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <rdma/peer_mem.h>
 
@@ -134,16 +142,24 @@ static struct miscdevice mrpin_peer_dev = {
 	.mode = 0666,
 };
 
+static bool hold;
+module_param(hold, bool, 0644);
+MODULE_PARM_DESC(hold, "1: acquire() waits until it is 0 again (at most a minute)");
+
 /* Claim [addr, addr + size) when one mapping of the device holds it all. */
 static int mrpin_peer_acquire(unsigned long addr, size_t size, void *priv,
 			      char *name, void **client_context)
 {
+	unsigned long until = jiffies + 60 * HZ;
 	struct vm_area_struct *vma;
 	struct mrpin_peer_ctx *ctx;
 	int ret = 0;
 
 	if (!current->mm || !size || addr + size < addr)
 		return 0;
+	while (READ_ONCE(hold) && time_before(jiffies, until) &&
+	       !fatal_signal_pending(current))
+		msleep(20);
 	ctx = kzalloc_obj(*ctx, GFP_KERNEL);
 	if (!ctx)
 		return -ENOMEM;
