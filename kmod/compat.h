@@ -119,6 +119,30 @@ static inline bool mrpin_umem_is_peer(const struct ib_umem *umem)
 #endif
 
 /*
+ * dma-buf registrations (probe.sh, each entry point its own probe): a
+ * driver imports a dma-buf (a GPU's memory, mostly) with
+ * ib_umem_dmabuf_get(), ib_umem_dmabuf_get_pinned(),
+ * ib_umem_dmabuf_get_pinned_with_dma_device() or
+ * ib_umem_dmabuf_get_pinned_revocable_and_lock(), as its kernel has them;
+ * without CONFIG_INFINIBAND_USER_MEM they are stubs.  The pinned one
+ * calls ib_umem_dmabuf_get() (6.1) or the one with a DMA device (later):
+ * hook.c lets a call from it through, as already in a wrapper.
+ */
+#if IS_ENABLED(CONFIG_INFINIBAND_USER_MEM) && defined(MRPIN_HAVE_UMEM_DMABUF_GET)
+#define MRPIN_UMEM_DMABUF 1
+
+static inline bool mrpin_umem_is_dmabuf(const struct ib_umem *umem)
+{
+	return umem->is_dmabuf;
+}
+#else
+static inline bool mrpin_umem_is_dmabuf(const struct ib_umem *umem)
+{
+	return false;
+}
+#endif
+
+/*
  * A driver's reg_user_mr() takes the DMA handle (struct ib_dmah) from v6.17
  * ("RDMA/core: Introduce a DMAH object"), before the udata; OFED 25.10 has
  * no DMAH (probe.sh).  hook.c's wrapper has the same prototype on either

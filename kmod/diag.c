@@ -224,7 +224,9 @@ int mrpin_diag_prepare(struct mrpin_pin *pin)
 	pin->align_shift = __ffs(pin->start | SZ_1G);
 	if (bytes >= oversize)
 		pin->flags |= MRPIN_PIN_OVERSIZED;
-	if (mrpin_range_on_stack(pin->start, pin->length)) {
+	/* A dma-buf's range is an offset in it, not a user address. */
+	if (!(pin->flags & MRPIN_PIN_DMABUF) &&
+	    mrpin_range_on_stack(pin->start, pin->length)) {
 		pin->flags |= MRPIN_PIN_STACK;
 		if (stack == MRPIN_STACK_DENY) {
 			mrpin_report_diag(pin, MRPIN_SCOPE_GLOBAL, "",

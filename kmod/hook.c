@@ -9,6 +9,9 @@
  * explicit ODP registration, ib_umem_odp_get(), and ib_umem_odp_release(),
  * which drivers call directly on their error paths and ib_umem_release()
  * calls for an ODP umem: that call, already in a wrapper, is let through.
+ * The dma-buf imports (compat.h), each one the kernel has: the pinned one
+ * calls another, and that call is let through.  On 7.x a dma-buf
+ * descriptor reaches them from ib_umem_get_desc(), which lets it through.
  * An implicit ODP umem (ib_umem_odp_alloc_implicit(), and the children
  * mlx5 makes of it as the address space faults in) is a driver's internal
  * structure, not a registration of a range: it goes through untouched.
@@ -231,6 +234,41 @@ static struct ib_umem *mrpin_umem_get_peer(struct ib_device *ibdev,
 					   unsigned long peer_mem_flags);
 #endif
 
+#ifdef MRPIN_UMEM_DMABUF
+static struct ib_umem_dmabuf *
+mrpin_umem_dmabuf_get(struct ib_device *ibdev, unsigned long offset,
+		      size_t size, int fd, int access,
+		      const struct dma_buf_attach_ops *ops);
+#endif
+#ifdef MRPIN_HAVE_UMEM_DMABUF_GET_PINNED
+static struct ib_umem_dmabuf *
+mrpin_umem_dmabuf_get_pinned(struct ib_device *ibdev, unsigned long offset,
+			     size_t size, int fd, int access);
+
+/* Its call of another dma-buf import is already in a wrapper (compat.h). */
+static struct mrpin_text mrpin_dmabuf_pinned_text[] = {
+	{ (unsigned long)ib_umem_dmabuf_get_pinned },
+};
+
+#define MRPIN_DMABUF_VIA (&mrpin_dmabuf_pinned_text[0])
+#else
+#define MRPIN_DMABUF_VIA NULL
+#endif
+#ifdef MRPIN_HAVE_UMEM_DMABUF_WITH_DMA_DEVICE
+static struct ib_umem_dmabuf *
+mrpin_umem_dmabuf_get_pinned_with_dma_device(struct ib_device *ibdev,
+					     struct device *dma_device,
+					     unsigned long offset, size_t size,
+					     int fd, int access);
+#endif
+#ifdef MRPIN_HAVE_UMEM_DMABUF_REVOCABLE
+static struct ib_umem_dmabuf *
+mrpin_umem_dmabuf_get_pinned_revocable_and_lock(struct ib_device *ibdev,
+						unsigned long offset,
+						size_t size, int fd,
+						int access);
+#endif
+
 #ifdef MRPIN_UMEM_DESC
 static struct ib_umem *
 mrpin_umem_get_desc(struct ib_device *ibdev,
@@ -276,6 +314,24 @@ static struct mrpin_hook mrpin_hooks[] __ro_after_init = {
 #ifdef MRPIN_HAVE_UMEM_GET_PEER
 	MRPIN_HOOK(ib_umem_get_peer, mrpin_umem_get_peer, &mrpin_hook_pinners,
 		   NULL),
+#endif
+#ifdef MRPIN_UMEM_DMABUF
+	MRPIN_HOOK(ib_umem_dmabuf_get, mrpin_umem_dmabuf_get,
+		   &mrpin_hook_pinners, MRPIN_DMABUF_VIA),
+#endif
+#ifdef MRPIN_HAVE_UMEM_DMABUF_GET_PINNED
+	MRPIN_HOOK(ib_umem_dmabuf_get_pinned, mrpin_umem_dmabuf_get_pinned,
+		   &mrpin_hook_pinners, NULL),
+#endif
+#ifdef MRPIN_HAVE_UMEM_DMABUF_WITH_DMA_DEVICE
+	MRPIN_HOOK(ib_umem_dmabuf_get_pinned_with_dma_device,
+		   mrpin_umem_dmabuf_get_pinned_with_dma_device,
+		   &mrpin_hook_pinners, MRPIN_DMABUF_VIA),
+#endif
+#ifdef MRPIN_HAVE_UMEM_DMABUF_REVOCABLE
+	MRPIN_HOOK(ib_umem_dmabuf_get_pinned_revocable_and_lock,
+		   mrpin_umem_dmabuf_get_pinned_revocable_and_lock,
+		   &mrpin_hook_pinners, NULL),
 #endif
 };
 
@@ -524,11 +580,114 @@ again:
 }
 #endif
 
+#ifdef MRPIN_UMEM_DMABUF
+/*
+ * The dma-buf imports, tracked as registrations of memory that is not the
+ * host's to pin (pin.c, MRPIN_PIN_DMABUF): no host bytes, counted as
+ * peer memory and as MRs.  The range is [offset, offset + size) of the
+ * dma-buf, not a user address.  A failed import is the exporter's or the
+ * device's failure, not a pin's: it is rolled back, not explained.
+ */
+static struct mrpin_pin *mrpin_dmabuf_prepare(struct ib_device *ibdev,
+					      unsigned long offset,
+					      size_t size, unsigned long ret)
+{
+	return mrpin_pin_prepare(ibdev, offset, size, mrpin_umem_caller(ret),
+				 MRPIN_PIN_PEER | MRPIN_PIN_DMABUF);
+}
+
+static struct ib_umem_dmabuf *mrpin_dmabuf_made(struct mrpin_pin *pin,
+						struct ib_umem_dmabuf *umem)
+{
+	if (IS_ERR(pin)) {
+		umem = ERR_CAST(pin);
+	} else if (IS_ERR(umem)) {
+		if (pin)
+			mrpin_pin_abort(pin);
+	} else if (pin) {
+		mrpin_pin_record(pin, &umem->umem);
+	}
+	mrpin_hook_pinner_leave();
+	return umem;
+}
+
+static struct ib_umem_dmabuf *
+mrpin_umem_dmabuf_get(struct ib_device *ibdev, unsigned long offset,
+		      size_t size, int fd, int access,
+		      const struct dma_buf_attach_ops *ops)
+{
+	unsigned long ret = (unsigned long)__builtin_return_address(0);
+	struct mrpin_pin *pin = mrpin_dmabuf_prepare(ibdev, offset, size, ret);
+	struct ib_umem_dmabuf *umem = NULL;
+
+	if (!IS_ERR(pin))
+		umem = ib_umem_dmabuf_get(ibdev, offset, size, fd, access, ops);
+	return mrpin_dmabuf_made(pin, umem);
+}
+#endif
+
+#ifdef MRPIN_HAVE_UMEM_DMABUF_GET_PINNED
+static struct ib_umem_dmabuf *
+mrpin_umem_dmabuf_get_pinned(struct ib_device *ibdev, unsigned long offset,
+			     size_t size, int fd, int access)
+{
+	unsigned long ret = (unsigned long)__builtin_return_address(0);
+	struct mrpin_pin *pin = mrpin_dmabuf_prepare(ibdev, offset, size, ret);
+	struct ib_umem_dmabuf *umem = NULL;
+
+	if (!IS_ERR(pin))
+		umem = ib_umem_dmabuf_get_pinned(ibdev, offset, size, fd,
+						 access);
+	return mrpin_dmabuf_made(pin, umem);
+}
+#endif
+
+#ifdef MRPIN_HAVE_UMEM_DMABUF_WITH_DMA_DEVICE
+static struct ib_umem_dmabuf *
+mrpin_umem_dmabuf_get_pinned_with_dma_device(struct ib_device *ibdev,
+					     struct device *dma_device,
+					     unsigned long offset, size_t size,
+					     int fd, int access)
+{
+	unsigned long ret = (unsigned long)__builtin_return_address(0);
+	struct mrpin_pin *pin = mrpin_dmabuf_prepare(ibdev, offset, size, ret);
+	struct ib_umem_dmabuf *umem = NULL;
+
+	if (!IS_ERR(pin))
+		umem = ib_umem_dmabuf_get_pinned_with_dma_device(ibdev,
+								 dma_device,
+								 offset, size,
+								 fd, access);
+	return mrpin_dmabuf_made(pin, umem);
+}
+#endif
+
+#ifdef MRPIN_HAVE_UMEM_DMABUF_REVOCABLE
+/* Returns with the dma-buf's reservation lock held: recorded under it. */
+static struct ib_umem_dmabuf *
+mrpin_umem_dmabuf_get_pinned_revocable_and_lock(struct ib_device *ibdev,
+						unsigned long offset,
+						size_t size, int fd,
+						int access)
+{
+	unsigned long ret = (unsigned long)__builtin_return_address(0);
+	struct mrpin_pin *pin = mrpin_dmabuf_prepare(ibdev, offset, size, ret);
+	struct ib_umem_dmabuf *umem = NULL;
+
+	if (!IS_ERR(pin))
+		umem = ib_umem_dmabuf_get_pinned_revocable_and_lock(ibdev,
+								    offset,
+								    size, fd,
+								    access);
+	return mrpin_dmabuf_made(pin, umem);
+}
+#endif
+
 #ifdef MRPIN_UMEM_DESC
 /*
  * ib_umem_get_desc(), tracked when it pins by address; a dma-buf
- * descriptor pins no host memory and goes through untouched (its release
- * counts as untracked).  Anything ib_umem_get_desc() would refuse before
+ * descriptor goes through untouched, to ib_umem_dmabuf_get_pinned(),
+ * whose wrapper tracks it.  Anything ib_umem_get_desc() would refuse before
  * pinning is refused by it, not by a limit.
  */
 static struct ib_umem *
@@ -856,6 +1015,21 @@ int mrpin_hook_init(void)
 #else
 	BUILD_BUG_ON(!__same_type(&ib_umem_get, &mrpin_umem_get_va));
 #endif
+#ifdef MRPIN_UMEM_DMABUF
+	BUILD_BUG_ON(!__same_type(&ib_umem_dmabuf_get, &mrpin_umem_dmabuf_get));
+#endif
+#ifdef MRPIN_HAVE_UMEM_DMABUF_GET_PINNED
+	BUILD_BUG_ON(!__same_type(&ib_umem_dmabuf_get_pinned,
+				  &mrpin_umem_dmabuf_get_pinned));
+#endif
+#ifdef MRPIN_HAVE_UMEM_DMABUF_WITH_DMA_DEVICE
+	BUILD_BUG_ON(!__same_type(&ib_umem_dmabuf_get_pinned_with_dma_device,
+				  &mrpin_umem_dmabuf_get_pinned_with_dma_device));
+#endif
+#ifdef MRPIN_HAVE_UMEM_DMABUF_REVOCABLE
+	BUILD_BUG_ON(!__same_type(&ib_umem_dmabuf_get_pinned_revocable_and_lock,
+				  &mrpin_umem_dmabuf_get_pinned_revocable_and_lock));
+#endif
 #ifdef MRPIN_HAVE_UMEM_GET_PEER
 	BUILD_BUG_ON(!__same_type(&ib_umem_get_peer, &mrpin_umem_get_peer));
 #else
@@ -876,6 +1050,11 @@ int mrpin_hook_init(void)
 	if (!ret)
 		ret = mrpin_text_sizes(mrpin_release_text,
 				       ARRAY_SIZE(mrpin_release_text));
+#ifdef MRPIN_HAVE_UMEM_DMABUF_GET_PINNED
+	if (!ret)
+		ret = mrpin_text_sizes(mrpin_dmabuf_pinned_text,
+				       ARRAY_SIZE(mrpin_dmabuf_pinned_text));
+#endif
 	if (ret)
 		goto err_drivers;
 

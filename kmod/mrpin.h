@@ -508,6 +508,7 @@ struct mrpin_pin {
 #define MRPIN_PIN_PINNING	BIT(4)	/* charged, the real pin not yet made */
 #define MRPIN_PIN_PEER		BIT(5)	/* peer (GPU) memory: no host page */
 #define MRPIN_PIN_PEER_TURN	BIT(6)	/* holds its user's peer turn (peer.c) */
+#define MRPIN_PIN_DMABUF	BIT(7)	/* a dma-buf's (with PEER); start: offset */
 /* No host page: no bytes charged, no place in the union. */
 #define MRPIN_PIN_NO_HOST	(MRPIN_PIN_ODP | MRPIN_PIN_PEER)
 

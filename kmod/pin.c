@@ -47,9 +47,15 @@
  * rolled back: peer.c says how that bounds what such a pin can hold
  * uncharged meanwhile.
  *
- * A umem mrpin did not see made (made before mrpin was loaded, a dma-buf
- * umem, or an implicit ODP umem and its children, which no hook sees) is
- * released untouched and counted in untracked_releases_total.
+ * A dma-buf registration (ib_core's dma-buf imports: an exporter's memory,
+ * a GPU's mostly) is known for what it is before: recorded with
+ * MRPIN_PIN_PEER and MRPIN_PIN_DMABUF, counted as peer memory, with no
+ * guess and no turn.  Its range is the registration's offset and length
+ * in the dma-buf, not a user address: no stack check applies to it.
+ *
+ * A umem mrpin did not see made (made before mrpin was loaded, or an
+ * implicit ODP umem and its children, which no hook sees) is released
+ * untouched and counted in untracked_releases_total.
  *
  * When mrpin cannot allocate what it needs to track a pin (its record, an
  * owner's record), it can no longer vouch for any limit, and the global
@@ -282,7 +288,7 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 	*pin = (struct mrpin_pin){
 		.start = addr,
 		.length = size,
-		.flags = kind & MRPIN_PIN_NO_HOST,
+		.flags = kind & (MRPIN_PIN_NO_HOST | MRPIN_PIN_DMABUF),
 		.caller = mrpin_caller_index(caller),
 	};
 	c = &pin->charge;
@@ -328,7 +334,7 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 		mrpin_pin_free(pin);
 		return mrpin_pin_nomem();
 	}
-	if (kind & MRPIN_PIN_PEER) {
+	if ((kind & MRPIN_PIN_PEER) && !(kind & MRPIN_PIN_DMABUF)) {
 		/* In `pins` (peer, pinning) while it waits for its turn. */
 		ret = mrpin_peer_enter(c->user);
 		if (ret) {
@@ -468,7 +474,7 @@ static int mrpin_pin_publish(struct mrpin_pin *pin)
 static int mrpin_pin_settle(struct mrpin_pin *pin, struct ib_umem *umem)
 {
 	struct mrpin_charge *c = &pin->charge;
-	bool peer = mrpin_umem_is_peer(umem);
+	bool peer = mrpin_umem_is_peer(umem) || mrpin_umem_is_dmabuf(umem);
 	u64 distinct;
 
 	if (pin->flags & MRPIN_PIN_ODP || peer == !!(pin->flags & MRPIN_PIN_PEER))

@@ -73,6 +73,38 @@ static const struct ib_device_ops mrpin_probe_ops __maybe_unused = {
 C
 run MRPIN_HAVE_REG_USER_MR_DMAH "reg_user_mr() takes a struct ib_dmah *" "$@"
 
+# The dma-buf imports of ib_core, one probe each: each came later than
+# the one before, and distributions backport them one by one.
+cat >"$tmp/MRPIN_HAVE_UMEM_DMABUF_GET.c" <<'C'
+#include <rdma/ib_umem.h>
+static struct ib_umem_dmabuf *(*mrpin_probe)(struct ib_device *, unsigned long,
+					     size_t, int, int,
+					     const struct dma_buf_attach_ops *)
+	__maybe_unused = ib_umem_dmabuf_get;
+C
+run MRPIN_HAVE_UMEM_DMABUF_GET "ib_umem_dmabuf_get() (dma-buf registrations)" "$@"
+cat >"$tmp/MRPIN_HAVE_UMEM_DMABUF_GET_PINNED.c" <<'C'
+#include <rdma/ib_umem.h>
+static struct ib_umem_dmabuf *(*mrpin_probe)(struct ib_device *, unsigned long,
+					     size_t, int, int)
+	__maybe_unused = ib_umem_dmabuf_get_pinned;
+C
+run MRPIN_HAVE_UMEM_DMABUF_GET_PINNED "ib_umem_dmabuf_get_pinned()" "$@"
+cat >"$tmp/MRPIN_HAVE_UMEM_DMABUF_WITH_DMA_DEVICE.c" <<'C'
+#include <rdma/ib_umem.h>
+static struct ib_umem_dmabuf *(*mrpin_probe)(struct ib_device *,
+					     struct device *, unsigned long,
+					     size_t, int, int)
+	__maybe_unused = ib_umem_dmabuf_get_pinned_with_dma_device;
+C
+run MRPIN_HAVE_UMEM_DMABUF_WITH_DMA_DEVICE "ib_umem_dmabuf_get_pinned_with_dma_device()" "$@"
+cat >"$tmp/MRPIN_HAVE_UMEM_DMABUF_REVOCABLE.c" <<'C'
+#include <rdma/ib_umem.h>
+static struct ib_umem_dmabuf *(*mrpin_probe)(struct ib_device *, unsigned long,
+					     size_t, int, int)
+	__maybe_unused = ib_umem_dmabuf_get_pinned_revocable_and_lock;
+C
+run MRPIN_HAVE_UMEM_DMABUF_REVOCABLE "ib_umem_dmabuf_get_pinned_revocable_and_lock()" "$@"
 echo "#endif" >>"$tmp/out"
 # Rewritten only when it changed: the objects that include it rebuild then.
 cmp -s "$tmp/out" "$out" 2>/dev/null || cp "$tmp/out" "$out"
