@@ -25,6 +25,12 @@ require_root
 	ktap_skip_all "openibd is NVIDIA OFED's (no OFED tree, OFA_DIR): the ofed step runs this test"
 [ -d /sys/module/mlx_compat ] ||
 	ktap_skip_all "the RDMA stack is not NVIDIA OFED's (no mlx_compat): the ofed step runs this test"
+# openibd's stop looks for the processes that use the devices with lsof
+# (OFED's utilities depend on it; scripts/setup.sh installs it): without
+# it, it would go on to unload rxe under a registration, which rxe waits
+# for.
+command -v lsof >/dev/null ||
+	ktap_skip_all "no lsof, which openibd needs (its package depends on it)"
 require_rxe
 require_built "$MRPIN_KO" "$MRPIN_PINNER" "$MRPIN_CTL"
 repo=${MRPIN_KO%/kmod/mrpin.ko}
