@@ -176,7 +176,9 @@ endif
 #                       kernel kmod/mrpin.ko was built for) and depmod,
 #                       mrpinctl, its man page and bash completion, its
 #                       Prometheus alert rules, the Slurm Prolog/Epilog
-#                       (LIBEXECDIR/mrpin/mrpin-slurm), the systemd units
+#                       (LIBEXECDIR/mrpin/mrpin-slurm), NVIDIA OFED's
+#                       openibd hooks (LIBEXECDIR/mrpin/mrpin-openibd),
+#                       the systemd units
 #                       and the files in /etc.  DESTDIR and
 #                       PREFIX (default /usr/local) are honoured; with DESTDIR
 #                       depmod runs only on a DESTDIR that holds the kernel's
@@ -259,6 +261,10 @@ install-tools: userspace/mrpinctl
 	sed 's|^MRPINCTL=mrpinctl$$|MRPINCTL=$(SBINDIR)/mrpinctl|' \
 		$(PKG)/slurm/mrpin-slurm >$(DESTDIR)$(LIBEXECDIR)/mrpin/mrpin-slurm
 	chmod 0755 $(DESTDIR)$(LIBEXECDIR)/mrpin/mrpin-slurm
+	@# openibd runs its hooks with its own search path: the same.
+	sed 's|^MRPINCTL=mrpinctl$$|MRPINCTL=$(SBINDIR)/mrpinctl|' \
+		$(PKG)/openibd/mrpin-openibd >$(DESTDIR)$(LIBEXECDIR)/mrpin/mrpin-openibd
+	chmod 0755 $(DESTDIR)$(LIBEXECDIR)/mrpin/mrpin-openibd
 
 # The units name /usr/sbin/mrpinctl: point them at $(SBINDIR).
 install-conf:
@@ -356,6 +362,7 @@ uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/mrpinctl $(DESTDIR)$(MANDIR)/man8/mrpinctl.8 \
 		$(DESTDIR)$(BASHCOMPDIR)/mrpinctl $(DESTDIR)$(RULESDIR)/mrpin.rules.yml \
 		$(DESTDIR)$(LIBEXECDIR)/mrpin/mrpin-slurm \
+		$(DESTDIR)$(LIBEXECDIR)/mrpin/mrpin-openibd \
 		$(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
 	-rmdir $(DESTDIR)$(RULESDIR) $(DESTDIR)$(PREFIX)/share/mrpin \
 		$(DESTDIR)$(LIBEXECDIR)/mrpin 2>/dev/null

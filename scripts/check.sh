@@ -165,6 +165,9 @@ else
 		[mrpin_views.sh]=11 [mrpin_userns.sh]=11 [mrpin_accounting]=10
 		[mrpin_counter.sh]=8 [mrpin_load.sh]=7 [mrpin_secure_boot.sh]=6)
 fi
+# The OFED lane's own test (it skips at once on the others), as measured
+# there beside another VM.
+[ "${KFLAVOUR:-}" != ofed ] || cost[mrpin_openibd.sh]=58
 
 # VMs: one per CPU, no more than the tests, nor than the memory holds
 # (the guest's RAM, MRPIN_VM_MEM, plus 1 GiB for QEMU and the host each).

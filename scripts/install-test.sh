@@ -3,10 +3,11 @@
 #
 # The packaging's tests on the host (`make install-test`): make install into
 # a DESTDIR, the systemd units, the alert rules (promtool), the Slurm
-# Prolog/Epilog (run outside Slurm), the example files in /etc, dkms against the test kernel's headers, make deb and lintian, and
-# the .debs installed into this machine with dpkg and purged again without a
-# trace.  KTAP on stdout,
-# a last line "N passed, N failed"; exits 0 only when nothing failed.
+# Prolog/Epilog (run outside Slurm), the openibd hooks as installed, the
+# example files in /etc, dkms against the test kernel's headers, make deb
+# and lintian, and the .debs installed into this machine with dpkg and
+# purged again without a trace.  KTAP on stdout, a last line "N passed, N
+# failed"; exits 0 only when nothing failed.
 #
 # Needs a built tree (`make`), the packages of `scripts/setup.sh pkg`, and
 # root for the dkms and dpkg tests.  Loads no module: dkms builds and
@@ -33,7 +34,7 @@ num=0
 passed=0
 failed=0
 skipped=0
-plan=21
+plan=22
 
 echo "TAP version 13"
 echo "1..$plan"
@@ -125,6 +126,7 @@ d usr/local
 d usr/local/lib
 d usr/local/libexec
 d usr/local/libexec/mrpin
+f 755 usr/local/libexec/mrpin/mrpin-openibd
 f 755 usr/local/libexec/mrpin/mrpin-slurm
 d usr/local/lib/systemd
 d usr/local/lib/systemd/system
@@ -256,6 +258,21 @@ installed_slurm_hook_names_mrpinctl_and_acts_only_in_slurm() {
 	while read -r var; do
 		grep -qx "$var" "$hook" || fail "the default file's $var is not the hook's" || return
 	done < <(sed -n 's/^#\(MRPIN_SLURM_[A-Z_]*=[^ ]*\)$/\1/p' "$dest/etc/default/mrpin-slurm")
+}
+
+# NVIDIA OFED's openibd hooks as installed: they name the installed
+# mrpinctl, the shell reads them, and without an action (by a name that is
+# none of openibd's hooks) they do nothing but say how to use them.  Run
+# in the OFED lane's VM by selftests/mrpin_openibd.sh: here they could
+# unload a module.
+installed_openibd_hook_names_mrpinctl() {
+	local hook=$dest/usr/local/libexec/mrpin/mrpin-openibd out
+	grep -x 'MRPINCTL=/usr/local/sbin/mrpinctl' "$hook" || return 1
+	bash -n "$hook" || return 1
+	out=$("$hook" 2>&1)
+	[ $? = 2 ] || fail "exit status not 2 without an action: $out" || return
+	echo "$out"
+	echo "$out" | grep -q 'usage: mrpin-openibd pre-stop|post-start'
 }
 
 make_install_keeps_an_edited_policy() {
@@ -401,7 +418,8 @@ packages_hold_what_they_should() {
 		"$tools" ./etc/mrpin.conf \
 		"$tools" ./etc/default/mrpin-export \
 		"$tools" ./etc/default/mrpin-slurm \
-		"$tools" ./usr/libexec/mrpin/mrpin-slurm; do
+		"$tools" ./usr/libexec/mrpin/mrpin-slurm \
+		"$tools" ./usr/libexec/mrpin/mrpin-openibd; do
 		if [ "${want#./}" = "$want" ]; then
 			conf=$want
 			continue
@@ -416,6 +434,8 @@ packages_hold_what_they_should() {
 	grep -qx /etc/mrpin.conf "$work/conffiles" &&
 		grep -qx /etc/default/mrpin-slurm "$work/conffiles" || return 1
 	dpkg-deb --fsys-tarfile "$tools" | tar -xOf - ./usr/libexec/mrpin/mrpin-slurm |
+		grep -x 'MRPINCTL=/usr/sbin/mrpinctl' || return 1
+	dpkg-deb --fsys-tarfile "$tools" | tar -xOf - ./usr/libexec/mrpin/mrpin-openibd |
 		grep -x 'MRPINCTL=/usr/sbin/mrpinctl'
 }
 
@@ -496,6 +516,7 @@ check example_files_are_commented_out_and_well_formed \
 	example_files_are_commented_out_and_well_formed
 check installed_slurm_hook_names_mrpinctl_and_acts_only_in_slurm \
 	installed_slurm_hook_names_mrpinctl_and_acts_only_in_slurm
+check installed_openibd_hook_names_mrpinctl installed_openibd_hook_names_mrpinctl
 check make_install_keeps_an_edited_policy make_install_keeps_an_edited_policy
 check make_uninstall_keeps_only_the_edited_policy make_uninstall_keeps_only_the_edited_policy
 check dkms_builds_mrpin_for_the_test_kernel dkms_builds_mrpin_for_the_test_kernel

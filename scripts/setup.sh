@@ -518,7 +518,12 @@ vm)
 	else
 		unpack_kernel "$kver"
 	fi
-	[ "$KFLAVOUR" != ofed ] || ofed build
+	if [ "$KFLAVOUR" = ofed ]; then
+		# What OFED's openibd calls, which its utilities' package
+		# (mlnx-ofed-kernel-utils) depends on: mrpin_openibd.sh runs it.
+		need_pkgs lsof pciutils
+		ofed build
+	fi
 	;;
 paths)
 	if [ "$KFLAVOUR" = debug ]; then

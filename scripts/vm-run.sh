@@ -154,9 +154,11 @@ ENV
 {
 	# The guest's path of the tree (vm-guest.sh).
 	echo 'cd "$MRPIN_REPO"'
-	# Pass the caller's make-level settings that tests look at.
+	# Pass the caller's make-level settings that tests look at, and, on
+	# the OFED lane, OFED's tree (setup.sh paths), whose openibd script
+	# mrpin_openibd.sh installs in the guest.
 	for v in KSFT_VERBOSE MRPIN_TEST_FILTER MRPIN_RELOAD_CYCLES MRPIN_LOOPS \
-		PROMTOOL PROMETHEUS NODE_EXPORTER; do
+		PROMTOOL PROMETHEUS NODE_EXPORTER OFA_DIR; do
 		[ -n "${!v:-}" ] && echo "export $v=$(printf %q "${!v}")"
 	done
 	printf '%q ' "$@"
