@@ -91,8 +91,9 @@ userspace: setup
 # selftests/kmod/: the selftests' own module (mrpin_counter.sh loads it),
 # built apart from the module DKMS and the packages build.
 # Under OFED, also mrpin.ko built against the inbox headers, in
-# build/inbox/, which mrpin_peer.sh checks OFED's ib_core refuses.
-selftests: setup
+# build/inbox/, which mrpin_peer.sh checks OFED's ib_core refuses.  After
+# the module: the test modules include kmod/probes.h, which its build makes.
+selftests: setup module
 	$(MAKE) -C selftests KSFT_DIR=$$($(SETUP) paths | sed -n 's/^KSFT_DIR=//p')
 	$(IN_ROOT) $(MAKE) -C $(KDIR) M=$(CURDIR)/selftests/kmod W=1 modules
 ifeq ($(KFLAVOUR),ofed)
