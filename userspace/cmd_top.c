@@ -226,9 +226,10 @@ static int top_help(int argc, char **argv)
 	fputs("Usage: mrpinctl top [--delay SECONDS] [--iterations N]\n"
 	      "\n"
 	      "The processes by pinned bytes, refreshed every SECONDS (default 2), until\n"
-	      "q (or N refreshes).  s sorts by pinned bytes, pins or peak in turn.  When\n"
-	      "stdout is not a terminal, or with --json (one JSON object a line), the\n"
-	      "view is printed again at each refresh instead.\n",
+	      "q (or N refreshes).  s sorts by pinned bytes, pins or peak in turn.  Peer\n"
+	      "memory (a GPU's, which pins no host page) is shown apart, Peer and PEER,\n"
+	      "when there is some.  When stdout is not a terminal, or with --json (one\n"
+	      "JSON object a line), the view is printed again at each refresh instead.\n",
 	      stdout);
 	return EXIT_OK;
 }
