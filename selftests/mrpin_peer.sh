@@ -4,8 +4,9 @@
 # Peer memory (GPUDirect's kind) on NVIDIA OFED's RDMA stack: a
 # registration that a peer memory client serves holds no host page, so it
 # is charged no host bytes and refused by no host-bytes limit, is shown as
-# peer memory in stats, pins, procs and devices, counts as an MR (max_pins
-# bounds it), and goes back to nothing when it is deregistered.  Its peer
+# peer memory in stats, pins, procs and devices, and by mrpinctl (status,
+# pin, the export), counts as an MR (max_pins bounds it), and goes back to
+# nothing when it is deregistered.  Its peer
 # client is selftests/kmod/mrpin_peer_test.ko, over pages of its own that
 # the test maps (VM_IO | VM_PFNMAP, as a GPU's memory is mapped); rxe, in
 # the OFED lane, pins through ib_umem_get_peer() as OFED's mlx5 does.
@@ -15,21 +16,26 @@ require_root
 KO=${MRPIN_KO%/kmod/mrpin.ko}/selftests/kmod/mrpin_peer_test.ko
 [ -f "$KO" ] ||
 	ktap_skip_all "no peer-memory interface in this RDMA stack (the test's peer client builds against NVIDIA OFED's only): the OFED lane runs this test"
-require_built "$MRPIN_KO" "$(dirname "$0")/mrpin_pinner" \
-	"$(dirname "$0")/mrpin_peer_race"
 CTL=$MRPIN_CTL
+require_built "$MRPIN_KO" "$(dirname "$0")/mrpin_pinner" \
+	"$(dirname "$0")/mrpin_peer_race" "$CTL"
+command -v python3 >/dev/null || ktap_skip_all "python3 is missing"
 mrpin_load
 tmp=$(mktemp -d)
+# The pinner only: the JSON helper's coprocess (lib.sh) lives until the
+# test ends, and a bare wait would wait for it.
 cleanup() {
-	[ -z "${pid:-}" ] || kill "$pid" 2>/dev/null
-	wait 2>/dev/null
+	if [ -n "${pid:-}" ]; then
+		kill "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	fi
 	"$CTL" limit reset >/dev/null 2>&1
 	echo 0 >/sys/module/mrpin_peer_test/parameters/hold 2>/dev/null
 	rmmod mrpin_peer_test 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-ktap_plan 15
+ktap_plan 18
 
 kernel_log_mark
 insmod "$KO" || ktap_diag "insmod $KO failed"
@@ -52,6 +58,19 @@ proc_row=$(awk -v p="$pid" '$1 == p { print $6, $NF }' "$MRPIN_DIR/procs")
 ktap_check "procs_shows_its_peer_bytes" test "$proc_row" = "0 $size"
 dev_peer=$(awk '$1 == "rxe0" { print $NF }' "$MRPIN_DIR/devices")
 ktap_check "devices_shows_its_peer_bytes" test "$dev_peer" = "$size"
+# mrpinctl: status and pin in JSON, the export's gauges.
+"$CTL" -j status >"$tmp/status.json" 2>&1
+"$CTL" -j pin pid "$pid" >"$tmp/pin.json" 2>&1
+"$CTL" export prometheus >"$tmp/prom" 2>&1
+json_holds "$tmp/status.json" True || ktap_diag "status: $(head -c 300 "$tmp/status.json")"
+ctl_stats=$(json_value "$tmp/status.json" '"%d %d %d" % (d["peer_pins"], d["peer_bytes"], d["pinned_bytes"])')
+ktap_check "mrpinctl_status_shows_it_apart_from_host_bytes" \
+	test "$ctl_stats" = "1 $size $host_before"
+ctl_pin=$(json_value "$tmp/pin.json" '" ".join("%s %d %d %s" % (p["peer"], p["pinned_bytes"], p["length"], p["device"]) for p in d)')
+ktap_check "mrpinctl_pin_shows_it_as_peer" test "$ctl_pin" = "True 0 $size rxe0"
+prom=$(grep -E '^mrpin_(peer_pins|peer_bytes|device_peer_bytes\{device="rxe0"\}) ' "$tmp/prom" | paste -sd ' ')
+ktap_check "mrpinctl_export_has_its_peer_gauges" \
+	test "$prom" = "mrpin_peer_pins 1 mrpin_peer_bytes $size mrpin_device_peer_bytes{device=\"rxe0\"} $size"
 kill "$pid"
 wait "$pid" 2>/dev/null
 pid=

@@ -2,7 +2,8 @@
 /*
  * mrpinctl dev [show]
  *
- * The RDMA devices mrpin follows, their pins and their MR table use.
+ * The RDMA devices mrpin follows, their pins and their MR table use, and
+ * the peer memory (a GPU's) registered on them, when some is.
  */
 #include <math.h>
 
@@ -15,9 +16,11 @@ static const struct column dev_cols[] = {
 	{ .key = "max_mr", .title = "MAX_MR", .prio = 1 },
 	{ .key = "mr_use_percent", .title = "MR_USE" },
 	{ .key = "pinned_bytes", .title = "PINNED" },
+	{ .key = "peer_bytes", .title = "PEER" },
 };
 
-static void print_dev(const struct dev_row *d)
+/* @peer: the module gives the peer bytes (else none). */
+static void print_dev(const struct dev_row *d, bool peer)
 {
 	out_item_begin();
 	print_str("device", d->device);
@@ -28,16 +31,28 @@ static void print_dev(const struct dev_row *d)
 		      d->max_mr ? 100.0 * (double)d->pins / (double)d->max_mr :
 				  NAN);
 	print_bytes("pinned_bytes", d->pinned_bytes);
+	if (peer)
+		print_bytes("peer_bytes", d->peer_bytes);
 	out_item_end();
 }
 
+/*
+ * The devices of @t as list @key: PEER only when a device has peer memory
+ * registered, so that a machine without any has the list it had; JSON
+ * "peer_bytes" from a module that gives them.
+ */
 void print_devs(const char *key, struct table *t)
 {
-	size_t i;
+	bool peer = tbl_has(t, "peer_bytes"), shown = false;
+	size_t i, n = ARRAY_SIZE(dev_cols);
 
-	out_list_begin(key, dev_cols, ARRAY_SIZE(dev_cols));
+	for (i = 0; peer && i < t->nrows; i++)
+		shown |= TBL_ROW(t, struct dev_row, i)->peer_bytes != 0;
+	if (!shown)
+		n--;	/* PEER is the last column */
+	out_list_begin(key, dev_cols, n);
 	for (i = 0; i < t->nrows; i++)
-		print_dev(TBL_ROW(t, struct dev_row, i));
+		print_dev(TBL_ROW(t, struct dev_row, i), peer);
 	out_list_end();
 }
 
@@ -65,7 +80,9 @@ static int dev_help(int argc, char **argv)
 	      "\n"
 	      "The RDMA devices mrpin follows: PINS live pins (MRs, and the CQ and QP\n"
 	      "buffers some drivers pin), MAX_MR the device's MR table size, MR_USE the\n"
-	      "share of it the pins take, PINNED the bytes they pin.\n",
+	      "share of it the pins take, PINNED the bytes they pin, PEER the peer\n"
+	      "memory registered on the device (a GPU's, through a peer memory client:\n"
+	      "no host page, not in PINNED; shown when a device has some).\n",
 	      stdout);
 	return EXIT_OK;
 }

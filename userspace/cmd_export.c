@@ -7,7 +7,9 @@
  * bytes (_bytes), counters end in _total, every family has HELP and TYPE
  * lines.  Series are per device, per user and per cgroup, the failed pins
  * per cause; per process only with --per-process (pids are unbounded:
- * cardinality).  With FILE, the output goes to a temporary file in FILE's
+ * cardinality).  Peer memory (a GPU's, which pins no host page) has
+ * families of its own, machine-wide, per device and per process, from
+ * modules that count it: the _pinned_bytes families are the host's.  With FILE, the output goes to a temporary file in FILE's
  * directory, renamed over FILE once complete, so that the collector never
  * reads half a file.
  */
@@ -111,6 +113,8 @@ static void export_stats(FILE *f, const struct export *x)
 		{ "distinct_bytes", "gauge", "Bytes of memory pinned now: per process the union of its pinned ranges (memory registered several times counts once), summed.", offsetof(struct stats, distinct_bytes) },
 		{ "pins", "gauge", "Live pins (memory regions and driver buffers).", offsetof(struct stats, pins) },
 		{ "odp_pins", "gauge", "Live on-demand-paging (ODP) registrations: in mrpin_pins, each holds an MR table entry and pins no memory.", offsetof(struct stats, odp_pins) },
+		{ "peer_pins", "gauge", "Live peer memory registrations (GPUDirect RDMA: a GPU's memory through a peer memory client such as nvidia-peermem): in mrpin_pins, each holds an MR table entry and pins no host page.", offsetof(struct stats, peer_pins) },
+		{ "peer_bytes", "gauge", "Bytes of peer memory registered now: device (GPU) memory, which pins no host page; not in mrpin_pinned_bytes, and bounded by no host-bytes limit (max_pinned, max_pin_size).", offsetof(struct stats, peer_bytes) },
 		{ "peak_pinned_bytes", "gauge", "Most bytes pinned at once since the module was loaded.", offsetof(struct stats, peak_pinned_bytes) },
 		{ "pins_total", "counter", "Pins made.", offsetof(struct stats, pins_total) },
 		{ "releases_total", "counter", "Pins released.", offsetof(struct stats, releases_total) },
@@ -129,6 +133,9 @@ static void export_stats(FILE *f, const struct export *x)
 		if ((!strcmp(m[i].name, "distinct_bytes") &&
 		     !x->stats.distinct_known) ||
 		    (!strcmp(m[i].name, "odp_pins") && !x->stats.odp_known) ||
+		    (!strcmp(m[i].name, "peer_pins") && !x->stats.peer_known) ||
+		    (!strcmp(m[i].name, "peer_bytes") &&
+		     !x->stats.peer_bytes_known) ||
 		    (!strcmp(m[i].name, "stack_pins_total") &&
 		     !x->stats.stack_known) ||
 		    (!strcmp(m[i].name, "cleanup_releases_total") &&
@@ -168,6 +175,14 @@ static void export_devs(FILE *f, struct table *t)
 	for (i = 0; i < t->nrows; i++)
 		sample(f, "device_pinned_bytes", DEV(i)->pinned_bytes,
 		       "device", DEV(i)->device, NULL);
+	/* Modules that count it only. */
+	if (!tbl_has(t, "peer_bytes"))
+		return;
+	family(f, "device_peer_bytes", "gauge",
+	       "Bytes of peer memory registered on the device: device (GPU) memory, which pins no host page; not in mrpin_device_pinned_bytes.");
+	for (i = 0; i < t->nrows; i++)
+		sample(f, "device_peer_bytes", DEV(i)->peer_bytes, "device",
+		       DEV(i)->device, NULL);
 #undef DEV
 }
 
@@ -261,25 +276,25 @@ static void proc_owner(struct table *t, size_t i, struct owner *o)
 }
 
 /*
- * mrpin_process_distinct_bytes, with the labels of
- * mrpin_process_pinned_bytes: modules that count it only.
+ * Family @name of the column @col (offset @off in struct proc_row) with the
+ * labels of mrpin_process_pinned_bytes: modules that give it only.
  */
-static void export_proc_distinct(FILE *f, struct table *t)
+static void export_proc_column(FILE *f, struct table *t, const char *name,
+			       const char *col, size_t off, const char *help)
 {
-	const char *name = "process_distinct_bytes";
+	const char *row;
 	struct owner o;
 	size_t i;
 
-	if (!tbl_has(t, "distinct_bytes"))
+	if (!tbl_has(t, col))
 		return;
-	family(f, name, "gauge",
-	       "Bytes of memory the process pins: the union of its pinned ranges (memory registered several times counts once).");
+	family(f, name, "gauge", help);
 	for (i = 0; i < t->nrows; i++) {
 		memset(&o, 0, sizeof(o));
 		proc_owner(t, i, &o);
-		sample(f, name, TBL_ROW(t, struct proc_row, i)->distinct_bytes,
-		       o.labels[0], o.labels[1], o.labels[2], o.labels[3],
-		       NULL);
+		row = (const char *)TBL_ROW(t, struct proc_row, i);
+		sample(f, name, *(const uint64_t *)(row + off), o.labels[0],
+		       o.labels[1], o.labels[2], o.labels[3], NULL);
 	}
 }
 
@@ -326,7 +341,14 @@ static void export_all(FILE *f, struct export *x)
 	if (opts.given & OPT_PER_PROCESS) {
 		export_owners(f, &x->procs, "process", "Live pins of the process.",
 			      "Bytes pinned by the process.", proc_owner);
-		export_proc_distinct(f, &x->procs);
+		export_proc_column(f, &x->procs, "process_distinct_bytes",
+				   "distinct_bytes",
+				   offsetof(struct proc_row, distinct_bytes),
+				   "Bytes of memory the process pins: the union of its pinned ranges (memory registered several times counts once).");
+		export_proc_column(f, &x->procs, "process_peer_bytes",
+				   "peer_bytes",
+				   offsetof(struct proc_row, peer_bytes),
+				   "Bytes of peer memory the process registered: device (GPU) memory, which pins no host page; not in mrpin_process_pinned_bytes.");
 	}
 	if (!x->policy.known)
 		return;
@@ -433,8 +455,9 @@ static int export_help(int argc, char **argv)
 	      "mrpin's counters in the Prometheus text format (node_exporter's textfile\n"
 	      "collector): totals (the failed pins by cause), and series per device,\n"
 	      "user, cgroup and limit; per process (pid and comm labels) only with\n"
-	      "--per-process.  FILE is replaced atomically (a temporary file in its\n"
-	      "directory, renamed).\n",
+	      "--per-process.  Peer memory (a GPU's, which pins no host page) apart:\n"
+	      "mrpin_peer_pins, mrpin_peer_bytes, per device and per process too.  FILE\n"
+	      "is replaced atomically (a temporary file in its directory, renamed).\n",
 	      stdout);
 	return EXIT_OK;
 }

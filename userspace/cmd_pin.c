@@ -6,6 +6,9 @@
  * it and its age; in the module's order (by id: oldest first).  An
  * on-demand-paging registration (a module with the odp column) pins
  * nothing: PINNED says so, "0 B (odp)"; JSON "odp" from such a module only.
+ * Nor does one of peer memory (a GPU's, registered through a peer memory
+ * client; a module with the peer column): "0 B (peer)", its size in
+ * LENGTH; JSON "peer" from such a module only.
  * A registration in flight (a module with the state column), charged but
  * not yet pinned, reads "(pinning)" after its bytes, its AGE the time since
  * it was charged; JSON "state" ("pinning" or "pinned") from such a module.
@@ -26,7 +29,13 @@ static const struct column pin_cols[] = {
 	{ .key = "age_ms", .title = "AGE" },
 };
 
-static void print_pin(const struct pin_row *p, bool odp_known)
+/* Which columns the module gives, of those older modules lack. */
+struct pin_known {
+	bool odp;
+	bool peer;
+};
+
+static void print_pin(const struct pin_row *p, const struct pin_known *k)
 {
 	bool pinning = p->state && !strcmp(p->state, "pinning");
 	char bytes[32], text[48];
@@ -38,20 +47,22 @@ static void print_pin(const struct pin_row *p, bool odp_known)
 	print_str("device", p->device);
 	print_hex("start", p->start);
 	print_bytes("length", p->length);
-	if (p->odp || pinning) {
+	if (p->odp || p->peer || pinning) {
 		snprintf(text, sizeof(text), "%s (%s)",
 			 fmt_bytes(bytes, sizeof(bytes), p->pinned_bytes),
-			 pinning ? "pinning" : "odp");
+			 pinning ? "pinning" : p->odp ? "odp" : "peer");
 		print_num_text("pinned_bytes", p->pinned_bytes, text);
 	} else {
 		print_bytes("pinned_bytes", p->pinned_bytes);
 	}
 	print_str("caller", p->caller);
 	print_ms("age_ms", p->age_ms);
-	if (odp_known)
+	if (k->odp)
 		print_bool("odp", p->odp);
 	if (p->state)
 		print_str("state", p->state);
+	if (k->peer)
+		print_bool("peer", p->peer);
 	out_item_end();
 }
 
@@ -79,7 +90,7 @@ static int pin_show(int argc, char **argv)
 		{ .name = "older-than", .parse = parse_duration_arg, .dst = &f.older_ms },
 	};
 	struct table t = { 0 };
-	bool odp_known;
+	struct pin_known known;
 	size_t i;
 	int ret;
 
@@ -90,11 +101,12 @@ static int pin_show(int argc, char **argv)
 		ret = load_pins(&t);
 	if (ret)
 		goto out;
-	odp_known = tbl_has(&t, "odp");
+	known.odp = tbl_has(&t, "odp");
+	known.peer = tbl_has(&t, "peer");
 	out_list_begin(NULL, pin_cols, ARRAY_SIZE(pin_cols));
 	for (i = 0; i < t.nrows; i++)
 		if (pin_match(TBL_ROW(&t, struct pin_row, i), &f))
-			print_pin(TBL_ROW(&t, struct pin_row, i), odp_known);
+			print_pin(TBL_ROW(&t, struct pin_row, i), &known);
 	out_list_end();
 out:
 	tbl_free(&t);
@@ -112,9 +124,11 @@ static int pin_help(int argc, char **argv)
 	      "compared with the pinned bytes; DURATION: 500ms, 30s, 5m, 2h, 1d (a plain\n"
 	      "number is seconds).  START and LENGTH are the range as registered, PINNED the\n"
 	      "pages it spans (\"0 B (odp)\": an on-demand-paging registration, which pins\n"
-	      "nothing but holds an entry in the device's MR table; \"(pinning)\": a\n"
-	      "registration charged and in flight, AGE since it was charged), CALLER the\n"
-	      "kernel function that asked for the pin.\n",
+	      "nothing but holds an entry in the device's MR table; \"0 B (peer)\": peer\n"
+	      "memory, a GPU's registered through a peer memory client, which pins no\n"
+	      "host page, its size in LENGTH; \"(pinning)\": a registration charged and\n"
+	      "in flight, AGE since it was charged), CALLER the kernel function that\n"
+	      "asked for the pin.\n",
 	      stdout);
 	return EXIT_OK;
 }

@@ -16,6 +16,8 @@ static const struct column proc_cols[] = {
 	{ .key = "pins", .title = "PINS" },
 	{ .key = "pinned_bytes", .title = "PINNED" },
 	{ .key = "distinct_bytes", .title = "DISTINCT", .prio = 2 },
+	/* Shown only where there is peer memory: kept longer than DISTINCT. */
+	{ .key = "peer_bytes", .title = "PEER", .prio = 1 },
 	{ .key = "peak_bytes", .title = "PEAK", .prio = 3 },
 	{ .key = "vm_pinned_bytes", .title = "VMPIN", .prio = 4 },
 	{ .key = "memlock_bytes", .title = "MEMLOCK", .prio = 5 },
@@ -23,11 +25,19 @@ static const struct column proc_cols[] = {
 	{ .key = "failures", .title = "FAILURES", .prio = 3 },
 };
 
+/* Which columns the module gives, of those older modules lack. */
+struct proc_known {
+	bool failures;
+	bool distinct;
+	bool peer;
+};
+
 /*
- * @failures: the module counts them (else "-", and none in JSON);
- * @distinct: the module gives the distinct bytes (else none).
+ * @k->failures: the module counts them (else "-", and none in JSON);
+ * @k->distinct, @k->peer: the module gives the distinct bytes, the peer
+ * memory's (else none).
  */
-static void print_proc(const struct proc_row *p, bool failures, bool distinct)
+static void print_proc(const struct proc_row *p, const struct proc_known *k)
 {
 	out_item_begin();
 	print_u64("pid", p->pid);
@@ -36,42 +46,57 @@ static void print_proc(const struct proc_row *p, bool failures, bool distinct)
 	print_str("cgroup", p->cgroup);
 	print_u64("pins", p->pins);
 	print_bytes("pinned_bytes", p->pinned_bytes);
-	if (distinct)
+	if (k->distinct)
 		print_bytes("distinct_bytes", p->distinct_bytes);
+	if (k->peer)
+		print_bytes("peer_bytes", p->peer_bytes);
 	print_bytes("peak_bytes", p->peak_bytes);
 	print_bytes("vm_pinned_bytes", p->vm_pinned_bytes);
 	print_bytes_limit("memlock_bytes", p->memlock_bytes);
 	print_u64("denials", p->denials);
-	if (failures)
+	if (k->failures)
 		print_u64("failures", p->failures);
 	out_item_end();
 }
 
 /*
- * The columns of the list into @cols: all of them, but DISTINCT only
- * when the module gives it, so that an older module's list is as it was.
+ * The columns of the list into @cols: all of them, but DISTINCT only when
+ * the module gives it, so that an older module's list is as it was, and
+ * PEER only when a process of the list holds peer memory (@peer), so that
+ * a machine without any has the list it had.
  */
-static size_t proc_columns(struct column *cols, bool distinct)
+static size_t proc_columns(struct column *cols, bool distinct, bool peer)
 {
 	size_t i, n = 0;
 
-	for (i = 0; i < ARRAY_SIZE(proc_cols); i++)
-		if (distinct || strcmp(proc_cols[i].key, "distinct_bytes"))
-			cols[n++] = proc_cols[i];
+	for (i = 0; i < ARRAY_SIZE(proc_cols); i++) {
+		if ((!distinct && !strcmp(proc_cols[i].key, "distinct_bytes")) ||
+		    (!peer && !strcmp(proc_cols[i].key, "peer_bytes")))
+			continue;
+		cols[n++] = proc_cols[i];
+	}
 	return n;
 }
 
 /* The first @max rows of @t (all with 0) as list @key. */
 void print_procs(const char *key, struct table *t, size_t max)
 {
-	bool failures = tbl_has(t, "failures");
-	bool distinct = tbl_has(t, "distinct_bytes");
+	struct proc_known k = {
+		.failures = tbl_has(t, "failures"),
+		.distinct = tbl_has(t, "distinct_bytes"),
+		.peer = tbl_has(t, "peer_bytes"),
+	};
 	struct column cols[ARRAY_SIZE(proc_cols)];
-	size_t i;
+	size_t i, n = t->nrows;
+	bool peer = false;
 
-	out_list_begin(key, cols, proc_columns(cols, distinct));
-	for (i = 0; i < t->nrows && (!max || i < max); i++)
-		print_proc(TBL_ROW(t, struct proc_row, i), failures, distinct);
+	if (max && max < n)
+		n = max;
+	for (i = 0; k.peer && i < n; i++)
+		peer |= TBL_ROW(t, struct proc_row, i)->peer_bytes != 0;
+	out_list_begin(key, cols, proc_columns(cols, k.distinct, peer));
+	for (i = 0; i < n; i++)
+		print_proc(TBL_ROW(t, struct proc_row, i), &k);
 	out_list_end();
 }
 
@@ -140,10 +165,12 @@ static int proc_help(int argc, char **argv)
 	      "USER is a name or a uid.  Columns: PINNED is what mrpin counts (the pages\n"
 	      "the process's pins span, every registration in full, as VmPin counts),\n"
 	      "DISTINCT the memory they pin (what is registered several times counts\n"
-	      "once; modules that count it), PEAK the highest PINNED, VMPIN the kernel's\n"
-	      "VmPin (every pinner, not only RDMA), MEMLOCK its RLIMIT_MEMLOCK at its\n"
-	      "latest pin, DENIALS the pins mrpin refused it, FAILURES those the kernel\n"
-	      "failed (why: mrpinctl events).\n",
+	      "once; modules that count it), PEER the peer memory it registered (a GPU's,\n"
+	      "through a peer memory client: no host page, not in PINNED; shown when a\n"
+	      "process has some), PEAK the highest PINNED, VMPIN the kernel's VmPin\n"
+	      "(every pinner, not only RDMA; on NVIDIA OFED, peer memory too), MEMLOCK\n"
+	      "its RLIMIT_MEMLOCK at its latest pin, DENIALS the pins mrpin refused it,\n"
+	      "FAILURES those the kernel failed (why: mrpinctl events).\n",
 	      stdout);
 	return EXIT_OK;
 }

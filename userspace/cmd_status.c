@@ -4,10 +4,11 @@
  *
  * One screen: what is pinned (and, from modules that count it, the distinct
  * memory that is: what is registered several times counts once) against RAM
- * and the global limit, the pins (with the on-demand-paging registrations
- * among them, which pin nothing), the devices and their MR tables, the
- * processes that pin the most, and the denials, failures (when the module
- * counts them) and warnings so far.
+ * and the global limit, the pins (with the on-demand-paging and the peer
+ * memory registrations among them, which pin no host page), the peer
+ * memory registered (a GPU's, apart from the host's), the devices and their
+ * MR tables, the processes that pin the most, and the denials, failures
+ * (when the module counts them) and warnings so far.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 static const struct column status_fields[] = {
 	{ .key = "version", .title = "mrpin" },
 	{ .key = "pinned_bytes", .title = "Pinned" },
+	{ .key = "peer_bytes", .title = "Peer memory" },
 	{ .key = "ram_bytes", .title = "RAM" },
 	{ .key = "ram_percent", .title = "Pinned of RAM" },
 	{ .key = "global_max_pinned", .title = "Global limit" },
@@ -99,27 +101,47 @@ static void print_global_limit(const struct status *s)
 }
 
 /*
+ * " (2 ODP, 4 peer)": the registrations among the pins that pin no host
+ * page, when there are some; else "".
+ */
+static void no_host_text(const struct stats *st, char *buf, size_t len)
+{
+	char odp[32] = "", peer[32] = "";
+
+	if (st->odp_pins)
+		snprintf(odp, sizeof(odp), "%llu ODP",
+			 (unsigned long long)st->odp_pins);
+	if (st->peer_pins)
+		snprintf(peer, sizeof(peer), "%llu peer",
+			 (unsigned long long)st->peer_pins);
+	if (*odp || *peer)
+		snprintf(buf, len, " (%s%s%s)", odp, *odp && *peer ? ", " : "",
+			 peer);
+	else
+		*buf = '\0';
+}
+
+/*
  * "80.0 GiB in 16 registrations, 10.0 GiB distinct" when the module counts
- * the distinct bytes (JSON: "distinct_bytes" too), with "(2 ODP)" after
- * the registrations when some are on-demand-paging ones, which pin nothing
- * (JSON: "odp_pins", from a module that records them); else the bytes.
+ * the distinct bytes (JSON: "distinct_bytes" too), with "(2 ODP, 4 peer)"
+ * after the registrations when some are on-demand-paging or peer memory
+ * ones, which pin no host page (JSON: "odp_pins" and "peer_pins", from a
+ * module that records them); else the bytes.
  */
 static void print_pinned(const struct stats *st)
 {
-	char pinned[32], distinct[32], odp[32] = "", text[128];
+	char pinned[32], distinct[32], kinds[64], text[160];
 	int len;
 
-	if (!st->distinct_known && !st->odp_pins) {
+	if (!st->distinct_known && !st->odp_pins && !st->peer_pins) {
 		print_bytes("pinned_bytes", st->pinned_bytes);
 		return;
 	}
-	if (st->odp_pins)
-		snprintf(odp, sizeof(odp), " (%llu ODP)",
-			 (unsigned long long)st->odp_pins);
+	no_host_text(st, kinds, sizeof(kinds));
 	len = snprintf(text, sizeof(text), "%s in %llu registration%s%s",
 		       fmt_bytes(pinned, sizeof(pinned), st->pinned_bytes),
 		       (unsigned long long)st->pins, st->pins == 1 ? "" : "s",
-		       odp);
+		       kinds);
 	if (st->distinct_known)
 		snprintf(text + len, sizeof(text) - (size_t)len,
 			 ", %s distinct",
@@ -130,6 +152,31 @@ static void print_pinned(const struct stats *st)
 		print_bytes("distinct_bytes", st->distinct_bytes);
 }
 
+/*
+ * The peer memory (a GPU's, registered through a peer memory client),
+ * apart from the host's: "32.0 GiB in 4 registrations (device memory, no
+ * host page)" when there is some; JSON "peer_bytes" from a module that
+ * counts it, 0 too.
+ */
+static void print_peer(const struct stats *st)
+{
+	char bytes[32], text[128];
+
+	if (!st->peer_bytes_known ||
+	    (!opts.json && !st->peer_bytes && !st->peer_pins))
+		return;
+	fmt_bytes(bytes, sizeof(bytes), st->peer_bytes);
+	if (st->peer_known)
+		snprintf(text, sizeof(text),
+			 "%s in %llu registration%s (device memory, no host page)",
+			 bytes, (unsigned long long)st->peer_pins,
+			 st->peer_pins == 1 ? "" : "s");
+	else
+		snprintf(text, sizeof(text),
+			 "%s (device memory, no host page)", bytes);
+	print_num_text("peer_bytes", st->peer_bytes, text);
+}
+
 static void print_status(struct status *s)
 {
 	char text[64];
@@ -137,6 +184,7 @@ static void print_status(struct status *s)
 	out_obj_begin(NULL, status_fields, ARRAY_SIZE(status_fields));
 	print_str("version", s->version);
 	print_pinned(&s->stats);
+	print_peer(&s->stats);
 	if (s->stats.ram_bytes) {
 		print_bytes("ram_bytes", s->stats.ram_bytes);
 		print_percent("ram_percent", percent(stats_ram_pinned(&s->stats),
@@ -146,6 +194,8 @@ static void print_status(struct status *s)
 	print_u64("pins", s->stats.pins);
 	if (s->stats.odp_known)
 		print_u64("odp_pins", s->stats.odp_pins);
+	if (s->stats.peer_known)
+		print_u64("peer_pins", s->stats.peer_pins);
 	print_bytes("peak_pinned_bytes", s->stats.peak_pinned_bytes);
 	print_u64("denials_total", s->stats.denials_total);
 	if (s->stats.failures_known)
@@ -210,10 +260,12 @@ static int status_help(int argc, char **argv)
 	      "One screen: the bytes pinned (every registration in full, and the\n"
 	      "distinct bytes: memory registered several times once), against RAM and\n"
 	      "the global limit (what it counts: count=); the pins (ODP: the\n"
-	      "on-demand-paging registrations among them, which pin nothing);\n"
-	      "the devices and their MR tables; the processes that pin the most; the\n"
-	      "denials (mrpin's refusals), failures (the kernel's) and warnings so far\n"
-	      "(see 'mrpinctl events').\n",
+	      "on-demand-paging registrations among them, which pin nothing; peer:\n"
+	      "those of peer memory, a GPU's, which pin no host page); the peer\n"
+	      "memory registered, apart from the host's; the devices and their MR\n"
+	      "tables; the processes that pin the most; the denials (mrpin's\n"
+	      "refusals), failures (the kernel's) and warnings so far (see 'mrpinctl\n"
+	      "events').\n",
 	      stdout);
 	return EXIT_OK;
 }

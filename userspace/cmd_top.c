@@ -3,11 +3,12 @@
  * mrpinctl top [--delay SECONDS] [--iterations N]
  *
  * The processes by pinned bytes, refreshed every --delay seconds (2 by
- * default), like top(1).  On a terminal: a full-screen view with ncurses
- * (q quits, s changes the sort); it works over ssh as any curses program
- * does.  When stdout is not a terminal (or with --json, or when the
- * terminal is unknown): the same, printed again at each refresh, JSON Lines
- * with --json.
+ * default), like top(1); the peer memory (a GPU's) apart, when there is
+ * some.  On a terminal: a full-screen view with ncurses (q quits, s
+ * changes the sort); it works over ssh as any curses program does.  When
+ * stdout is not a terminal (or with --json, or when the terminal is
+ * unknown): the same, printed again at each refresh, JSON Lines with
+ * --json.
  */
 #include <curses.h>
 #include <locale.h>
@@ -23,6 +24,7 @@ static const struct column top_fields[] = {
 	{ .key = "pinned_bytes", .title = "Pinned" },
 	{ .key = "distinct_bytes", .title = "Distinct" },
 	{ .key = "ram_percent", .title = "of RAM" },
+	{ .key = "peer_bytes", .title = "Peer" },
 	{ .key = "pins", .title = "Pins" },
 	{ .key = "peak_pinned_bytes", .title = "Peak" },
 	{ .key = "denials_total", .title = "Denials" },
@@ -63,6 +65,9 @@ static int top_print(struct top *tp)
 		print_bytes("distinct_bytes", s.distinct_bytes);
 	print_percent("ram_percent", s.ram_bytes ? 100.0 *
 		      (double)stats_ram_pinned(&s) / (double)s.ram_bytes : NAN);
+	/* Peer memory (a GPU's): when there is some; in JSON, 0 too. */
+	if (s.peer_bytes_known && (opts.json || s.peer_bytes))
+		print_bytes("peer_bytes", s.peer_bytes);
 	print_u64("pins", s.pins);
 	print_bytes("peak_pinned_bytes", s.peak_pinned_bytes);
 	print_u64("denials_total", s.denials_total);
@@ -221,9 +226,10 @@ static int top_help(int argc, char **argv)
 	fputs("Usage: mrpinctl top [--delay SECONDS] [--iterations N]\n"
 	      "\n"
 	      "The processes by pinned bytes, refreshed every SECONDS (default 2), until\n"
-	      "q (or N refreshes).  s sorts by pinned bytes, pins or peak in turn.  When\n"
-	      "stdout is not a terminal, or with --json (one JSON object a line), the\n"
-	      "view is printed again at each refresh instead.\n",
+	      "q (or N refreshes).  s sorts by pinned bytes, pins or peak in turn.  Peer\n"
+	      "memory (a GPU's, which pins no host page) is shown apart, Peer and PEER,\n"
+	      "when there is some.  When stdout is not a terminal, or with --json (one\n"
+	      "JSON object a line), the view is printed again at each refresh instead.\n",
 	      stdout);
 	return EXIT_OK;
 }

@@ -564,9 +564,13 @@ static void check_limit_events(struct doctor *d)
 
 #define IN_FLIGHT_ADVICE "unblock what it waits on (a FUSE or network file whose server does not answer, a userfaultfd, a frozen file system): its charge holds until then"
 
+#define IN_FLIGHT_PEER_ADVICE "unblock what it waits on (the peer memory client, the GPU's driver; or, for memory mapped into the range meanwhile, a FUSE or network file whose server does not answer): until then it holds an MR, and host pages mapped there meanwhile are pinned uncharged"
+
 /*
  * A registration charged and in flight for IN_FLIGHT_MS or more (a module
  * with the state column): its pin waits in the kernel, its charge held.
+ * One taken for peer memory (a module with the peer column) is charged no
+ * host bytes: its length is told instead.
  */
 static void check_in_flight(struct doctor *d)
 {
@@ -579,12 +583,23 @@ static void check_in_flight(struct doctor *d)
 		if (!p->state || strcmp(p->state, "pinning") ||
 		    p->age_ms < IN_FLIGHT_MS)
 			continue;
-		f = finding_new(d, SEV_HIGH, FK_IN_FLIGHT, p->pinned_bytes);
+		f = finding_new(d, SEV_HIGH, FK_IN_FLIGHT,
+				p->peer ? p->length : p->pinned_bytes);
 		subject_process(f, p->pid, p->comm);
 		ev_add(f, "pin_id", EV_COUNT, p->id);
 		ev_add(f, "pinned_bytes", EV_BYTES, p->pinned_bytes);
+		if (p->peer)
+			ev_add(f, "length_bytes", EV_BYTES, p->length);
 		ev_add(f, "age_ms", EV_MS, p->age_ms);
 		ev_str(f, "device", p->device);
+		if (p->peer) {
+			f->message = strfmt("pid %llu (%s) has a registration of %s taken for peer memory (no host bytes charged) in flight for %s: its pin waits in the kernel",
+					    (unsigned long long)p->pid, p->comm,
+					    bytes_str(p->length),
+					    ms_str(p->age_ms));
+			f->advice = IN_FLIGHT_PEER_ADVICE;
+			continue;
+		}
 		f->message = strfmt("pid %llu (%s) has a registration of %s charged and in flight for %s: its pin waits in the kernel",
 				    (unsigned long long)p->pid, p->comm,
 				    bytes_str(p->pinned_bytes),
@@ -1171,9 +1186,17 @@ static void check_pins(struct doctor *d)
 		for (j = i; j < d->pins.nrows && PIN(d, j)->pid == PIN(d, i)->pid;
 		     j++) {
 			p = PIN(d, j);
+			/*
+			 * Peer memory (a GPU's) is no host memory: oversize=
+			 * is not about it, though a registration charged as
+			 * host memory before its peer client served it was
+			 * flagged.  It and an ODP registration pin no host
+			 * page to misalign.
+			 */
+			if (p->peer)
+				continue;
 			if (p->oversized)
 				pin_add(&big, p);
-			/* An ODP registration pins no page to misalign. */
 			if (p->odp)
 				continue;
 			if (p->align < PAGE_4K)
@@ -1404,12 +1427,14 @@ static unsigned int proc_devices(const struct doctor *d, uint64_t pid)
  * they pin: what it registers several times (on several devices, or in
  * overlapping MRs) is charged to VmPin and RLIMIT_MEMLOCK each time.
  * Not a mistake, but RLIMIT_MEMLOCK must allow it; only a module that
- * gives the distinct bytes tells.
+ * gives the distinct bytes tells.  Its peer memory (a GPU's) is in neither
+ * side, but ib_core's peer path (NVIDIA OFED's) charges it to VmPin too:
+ * RLIMIT_MEMLOCK must allow that as well.
  */
 static void duplicate_finding(struct doctor *d, const struct proc_row *p)
 {
 	unsigned int devices = proc_devices(d, p->pid);
-	char on[48] = "";
+	char on[48] = "", peer[64] = "", with_peer[96] = "";
 	struct finding *f;
 
 	f = finding_new(d, SEV_INFO, FK_DUPLICATE,
@@ -1417,18 +1442,27 @@ static void duplicate_finding(struct doctor *d, const struct proc_row *p)
 	subject_process(f, p->pid, p->comm);
 	ev_add(f, "pinned_bytes", EV_BYTES, p->pinned_bytes);
 	ev_add(f, "distinct_bytes", EV_BYTES, p->distinct_bytes);
+	if (p->peer_bytes)
+		ev_add(f, "peer_bytes", EV_BYTES, p->peer_bytes);
 	ev_add(f, "vm_pinned_bytes", EV_BYTES, p->vm_pinned_bytes);
 	ev_add(f, "memlock_bytes", EV_BYTES_LIMIT, p->memlock_bytes);
 	ev_add(f, "devices", EV_COUNT, devices);
 	if (devices > 1)
 		snprintf(on, sizeof(on), " on %u devices", devices);
-	f->message = strfmt("pid %llu (%s) registers the same memory several times%s: VmPin and RLIMIT_MEMLOCK count %s, %s is pinned",
+	if (p->peer_bytes) {
+		snprintf(peer, sizeof(peer), " and %s of peer memory",
+			 bytes_str(p->peer_bytes));
+		snprintf(with_peer, sizeof(with_peer),
+			 " (its %s of peer memory included: ib_core's peer path charges it too)",
+			 bytes_str(p->peer_bytes));
+	}
+	f->message = strfmt("pid %llu (%s) registers the same memory several times%s: VmPin and RLIMIT_MEMLOCK count %s%s, %s is pinned",
 			    (unsigned long long)p->pid, p->comm, on,
-			    bytes_str(p->pinned_bytes),
+			    bytes_str(p->pinned_bytes), peer,
 			    bytes_str(p->distinct_bytes));
-	f->advice_buf = strfmt("RLIMIT_MEMLOCK (systemd LimitMEMLOCK=, ulimit -l) is charged as VmPin is: it must allow %s, not %s; a mrpin rule with count=distinct bounds what is really pinned (mrpinctl limit set process count=distinct max_pinned=SIZE)",
-			       bytes_str(p->pinned_bytes),
-			       bytes_str(p->distinct_bytes));
+	f->advice_buf = strfmt("RLIMIT_MEMLOCK (systemd LimitMEMLOCK=, ulimit -l) is charged as VmPin is: it must allow %s%s, not %s; a mrpin rule with count=distinct bounds what is really pinned (mrpinctl limit set process count=distinct max_pinned=SIZE)",
+			       bytes_str(p->pinned_bytes + p->peer_bytes),
+			       with_peer, bytes_str(p->distinct_bytes));
 	f->advice = f->advice_buf;
 }
 

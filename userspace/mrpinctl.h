@@ -205,6 +205,8 @@ extern const char *const cause_names[NR_CAUSES];
 struct stats {
 	uint64_t pins;
 	uint64_t odp_pins;	/* of them, on-demand-paging: 0 bytes each */
+	uint64_t peer_pins;	/* ... peer memory (a GPU's): no host byte */
+	uint64_t peer_bytes;	/* their bytes, apart from the host bytes */
 	uint64_t pinned_bytes;
 	uint64_t distinct_bytes;	/* the union of the pinned ranges */
 	uint64_t peak_pinned_bytes;
@@ -222,6 +224,8 @@ struct stats {
 	bool cause_known[NR_CAUSES];	/* ... and this cause (its line) */
 	bool distinct_known;	/* the module counts them (distinct_bytes) */
 	bool odp_known;		/* the module records them (odp_pins) */
+	bool peer_known;	/* ... and these (peer_pins) */
+	bool peer_bytes_known;	/* ... and their bytes (peer_bytes) */
 	bool stack_known;	/* the module counts them (stack_pins_total) */
 	bool cleanup_known;	/* ... and these (cleanup_releases_total) */
 };
@@ -232,6 +236,7 @@ struct dev_row {
 	uint64_t max_mr;
 	uint64_t pins;
 	uint64_t pinned_bytes;
+	uint64_t peer_bytes;	/* optional: peer memory, no host byte */
 };
 
 struct proc_row {
@@ -256,6 +261,7 @@ struct proc_row {
 	uint64_t deregistrations;	/* optional: released by ibv_dereg_mr */
 	uint64_t reg_per_s;
 	char *life_hist;	/* pins released, by log2 of their life in us */
+	uint64_t peer_bytes;	/* optional: peer memory, no host byte */
 };
 
 struct pin_row {
@@ -273,6 +279,7 @@ struct pin_row {
 	uint64_t oversized;
 	uint64_t odp;		/* on-demand paging: pins nothing */
 	char *state;		/* "pinning": charged, the pin in flight */
+	uint64_t peer;		/* peer memory (a GPU's): pins no host page */
 };
 
 struct user_row {

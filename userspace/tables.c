@@ -430,6 +430,8 @@ const char *const cause_names[NR_CAUSES] = { MRPIN_FAIL_CAUSE_NAMES };
 static const struct tbl_field stats_fields[] = {
 	F(struct stats, pins, TF_U64),
 	F_OPT(struct stats, odp_pins, TF_U64),
+	F_OPT(struct stats, peer_pins, TF_U64),
+	F_OPT(struct stats, peer_bytes, TF_U64),
 	F(struct stats, pinned_bytes, TF_U64),
 	F_OPT(struct stats, distinct_bytes, TF_U64),
 	F(struct stats, peak_pinned_bytes, TF_U64),
@@ -459,6 +461,7 @@ static const struct tbl_field dev_fields[] = {
 	F(struct dev_row, max_mr, TF_U64),
 	F(struct dev_row, pins, TF_U64),
 	F(struct dev_row, pinned_bytes, TF_U64),
+	F_OPT(struct dev_row, peer_bytes, TF_U64),
 };
 
 static const struct tbl_field proc_fields[] = {
@@ -483,6 +486,7 @@ static const struct tbl_field proc_fields[] = {
 	F_OPT(struct proc_row, deregistrations, TF_U64),
 	F_OPT(struct proc_row, reg_per_s, TF_U64),
 	F_OPT(struct proc_row, life_hist, TF_STR),
+	F_OPT(struct proc_row, peer_bytes, TF_U64),
 };
 
 static const struct tbl_field pin_fields[] = {
@@ -500,6 +504,7 @@ static const struct tbl_field pin_fields[] = {
 	F_OPT(struct pin_row, oversized, TF_U64),
 	F_OPT(struct pin_row, odp, TF_U64),
 	F_OPT(struct pin_row, state, TF_STR),
+	F_OPT(struct pin_row, peer, TF_U64),
 };
 
 static const struct tbl_field user_fields[] = {
@@ -561,7 +566,9 @@ static const struct tbl_field event_fields[] = {
  * machine's; a snapshot without it has no RAM to tell (0).  Those before
  * failures_total did not count the kernel's failed pins, those before
  * distinct_bytes the union of what is pinned, those before odp_pins the
- * on-demand-paging registrations (which they did not record).
+ * on-demand-paging registrations (which they did not record), those before
+ * peer_pins and peer_bytes the peer memory (GPU memory registered through
+ * a peer memory client, which pins no host page).
  */
 int load_stats(struct stats *s)
 {
@@ -587,6 +594,11 @@ int load_stats(struct stats *s)
 				       have, "distinct_bytes");
 	s->odp_known = field_have(stats_fields, ARRAY_SIZE(stats_fields), have,
 				  "odp_pins");
+	s->peer_known = field_have(stats_fields, ARRAY_SIZE(stats_fields),
+				   have, "peer_pins");
+	s->peer_bytes_known = field_have(stats_fields,
+					 ARRAY_SIZE(stats_fields), have,
+					 "peer_bytes");
 	s->stack_known = field_have(stats_fields, ARRAY_SIZE(stats_fields),
 				    have, "stack_pins_total");
 	s->cleanup_known = field_have(stats_fields, ARRAY_SIZE(stats_fields),

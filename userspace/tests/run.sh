@@ -300,6 +300,15 @@ golden_tests() {
 	golden json-pin-odp odp -j pin
 	golden status-odp odp status
 	golden export-odp odp export prometheus
+	golden status-peer peer status
+	golden json-status-peer peer -p status
+	golden pin-peer peer pin
+	COLUMNS=200 golden pin-peer-200 peer pin
+	golden json-pin-peer peer -j pin
+	golden proc-peer peer proc
+	COLUMNS=200 golden proc-peer-200 peer proc
+	golden dev-peer peer dev
+	golden export-peer peer export prometheus --per-process
 	STATUS=1 golden doctor-mrtable mrtable doctor
 	STATUS=1 golden json-doctor-mrtable mrtable -p doctor
 	STATUS=1 golden doctor-mrtable-full mrtable-full doctor
@@ -860,6 +869,192 @@ odp_tests() {
 	cut_fuzz odp stats 3 status
 }
 
+# --- peer memory: GPU memory registered through a peer memory client
+# (nvidia-peermem), which pins no host page (stats peer_pins, peer_bytes;
+# devices, procs peer_bytes; pins peer); a module without them shows what
+# it did before ---
+
+# peer_strip DIR: a module from before peer memory: no peer_pins or
+# peer_bytes line, no peer or peer_bytes column (each table's last).
+peer_strip() {
+	local t
+	sed -i '/^peer_pins /d; /^peer_bytes /d' "$1/stats"
+	for t in pins procs devices; do
+		awk '{ $NF = "" } { sub(/ $/, ""); print }' "$snaps/peer/$t" >"$1/$t"
+	done
+}
+
+# peer_zero DIR: the same module on a machine without peer memory: every
+# peer value 0.
+peer_zero() {
+	sed -i 's/^\(peer_[a-z]*\) .*/\1 0/' "$1/stats"
+	awk 'NR > 1 { $NF = 0 } { print }' "$snaps/peer/pins" >"$1/pins"
+	awk 'NR > 1 { $NF = 0 } { print }' "$snaps/peer/procs" >"$1/procs"
+	awk 'NR > 1 { $NF = 0 } { print }' "$snaps/peer/devices" >"$1/devices"
+}
+
+peer_tests() {
+	local cmd
+	for cmd in status pin dev proc top doctor; do
+		[ "$cmd" = top ] && cmd="top -n 1"
+		# shellcheck disable=SC2086
+		run "$snaps/peer" -j $cmd
+		check "peer: $cmd is valid JSON" eval 'clean && [ $rc = 0 ] && json_valid'
+	done
+	run "$snaps/peer" -j pin
+	check "peer: pin JSON: peer of every pin, 0 bytes where true, after state" json_is \
+		'[(p["id"], p["peer"], p["pinned_bytes"], p["length"]) for p in d if p["peer"]] == [(3, True, 0, 2 << 30), (4, True, 0, 2 << 30), (6, True, 0, 2 << 30), (7, True, 0, 64 << 20)] and all(type(p["peer"]) is bool and list(p)[-2:] == ["state", "peer"] for p in d)'
+	run "$snaps/peer" pin
+	check "peer: pin: PINNED says 0 B (peer), for them only; 0 B (odp) as before" eval \
+		'clean && [ $rc = 0 ] && [ "$(grep -c " 0 B (peer) " "$out/stdout")" = 4 ] &&
+		 [ "$(grep -c "(peer)" "$out/stdout")" = 4 ] && [ "$(grep -c " 0 B (odp) " "$out/stdout")" = 1 ]'
+	run "$snaps/peer" pin min-size 1
+	check "peer: pin min-size: a peer registration pins no host byte" eval \
+		'clean && [ $rc = 0 ] && [ "$(wc -l <"$out/stdout")" = 5 ] && ! grep -q "(peer)" "$out/stdout"'
+	run "$snaps/peer" -j status
+	check "peer: status JSON: peer_pins after odp_pins, peer_bytes apart from the host bytes" json_is \
+		'(d["pins"], d["odp_pins"], d["peer_pins"], d["peer_bytes"], d["pinned_bytes"], d["distinct_bytes"]) == (9, 1, 4, 6509559808, 813694976, 813694976) and list(d).index("peer_pins") == list(d).index("odp_pins") + 1 and abs(d["ram_percent"] - 100.0 * 813694976 / 1081862635520) < 1e-4'
+	check "peer: status JSON: the devices' and processes' peer bytes sum to the stats'" json_is \
+		'sum(x["peer_bytes"] for x in d["devices"]) == d["peer_bytes"] == sum(p["peer_bytes"] for p in d["top_procs"]) and [p["peer_bytes"] for p in d["top_procs"]] == [4 << 30, (2 << 30) + (64 << 20), 0, 0]'
+	run "$snaps/peer" status
+	check "peer: status: the peer registrations among the pins, the peer memory on its own line" eval \
+		'clean && [ $rc = 0 ] && grep -qx "Pinned: *776 MiB in 9 registrations (1 ODP, 4 peer), 776 MiB distinct" "$out/stdout" &&
+		 grep -qx "Peer memory: *6.1 GiB in 4 registrations (device memory, no host page)" "$out/stdout" &&
+		 grep -qx "Pinned of RAM: *<0.1%" "$out/stdout" && grep -qx "Pins: *9" "$out/stdout"'
+	run "$snaps/peer" -j proc
+	check "peer: proc JSON: peer_bytes of every process, apart from pinned_bytes" json_is \
+		'[(p["pid"], p["pinned_bytes"], p["peer_bytes"]) for p in d] == [(4101, 512 << 20, 4 << 30), (4102, 256 << 20, (2 << 30) + (64 << 20)), (3050, 8 << 20, 0), (3077, 0, 0)]'
+	run "$snaps/peer" -j dev
+	check "peer: dev JSON: peer_bytes of every device" json_is \
+		'[(x["device"], x["pins"], x["pinned_bytes"], x["peer_bytes"]) for x in d] == [("mlx5_0", 3, 276824064, 2 << 30), ("mlx5_1", 6, 512 << 20, 4362076160)]'
+	run "$snaps/peer" top -n 1
+	check "peer: top: Peer in the totals, the PEER column" eval \
+		'clean && [ $rc = 0 ] && grep -q "  of RAM: <0.1%  Peer: 6.1 GiB  Pins: 9  " "$out/stdout" &&
+		 grep -q "^ *PID .* PINNED .* PEER$" "$out/stdout"'
+	run "$snaps/peer" -j top -n 1
+	check "peer: top JSON: peer_bytes, in total and per process" json_is \
+		'd["peer_bytes"] == 6509559808 and [p["peer_bytes"] for p in d["procs"]][:2] == [4 << 30, (2 << 30) + (64 << 20)]'
+	run "$snaps/peer" export prometheus --per-process
+	check "peer: export: the peer gauges after mrpin_odp_pins, with HELP and TYPE, valid" eval \
+		'[ $rc = 0 ] && exposition_ok "$out/stdout" &&
+		 grep -qx "# TYPE mrpin_peer_pins gauge" "$out/stdout" && grep -qx "# TYPE mrpin_peer_bytes gauge" "$out/stdout" &&
+		 [ "$(grep "^mrpin_\(pinned_bytes\|pins\|odp_pins\|peer_pins\|peer_bytes\) " "$out/stdout" | paste -sd " ")" = \
+		   "mrpin_pinned_bytes 813694976 mrpin_pins 9 mrpin_odp_pins 1 mrpin_peer_pins 4 mrpin_peer_bytes 6509559808" ]'
+	check "peer: export: HELP says peer memory pins no host page and no host-bytes limit bounds it" eval \
+		'grep -q "^# HELP mrpin_peer_bytes .*device (GPU) memory, which pins no host page.*bounded by no host-bytes limit" "$out/stdout" &&
+		 grep -q "^# HELP mrpin_peer_pins .*pins no host page" "$out/stdout"'
+	check "peer: export: per device and per process, the host bytes apart" eval \
+		'grep -qx "mrpin_device_peer_bytes{device=\"mlx5_1\"} 4362076160" "$out/stdout" &&
+		 grep -qx "mrpin_device_pinned_bytes{device=\"mlx5_1\"} 536870912" "$out/stdout" &&
+		 grep -qx "mrpin_process_peer_bytes{pid=\"4101\",comm=\"python3\"} 4294967296" "$out/stdout" &&
+		 grep -qx "mrpin_process_pinned_bytes{pid=\"4101\",comm=\"python3\"} 536870912" "$out/stdout" &&
+		 [ "$(grep -c "^mrpin_process_peer_bytes{" "$out/stdout")" = 4 ]'
+	run "$snaps/peer" export prometheus
+	check "peer: export without --per-process: no process family" eval \
+		'[ $rc = 0 ] && grep -q "^mrpin_device_peer_bytes{" "$out/stdout" && ! grep -q "^mrpin_process_" "$out/stdout"'
+	run "$snaps/peer" doctor
+	check "peer: doctor: GPU registrations (0 host bytes, oversized when charged first, 64 KiB-aligned) are no mistake" eval \
+		'clean && [ $rc = 0 ] && [ "$(cat "$out/stdout")" = "no problems found (4 processes, 9 pins, 2 devices)" ]'
+	for cmd in "60 pin" "80 pin" "60 proc" "80 proc" "60 dev" "80 status"; do
+		# shellcheck disable=SC2086
+		COLUMNS=${cmd% *} run "$snaps/peer" ${cmd#* }
+		check "peer: ${cmd#* } fits ${cmd% *} columns" eval \
+			'[ "$(awk "{ if (length(\$0) > m) m = length(\$0) } END { print m + 0 }" "$out/stdout")" -le ${cmd% *} ]'
+	done
+	COLUMNS=72 run "$snaps/peer" proc
+	check "peer: proc at 72 columns: PEER kept, DISTINCT left out first" eval \
+		'grep -q "^ *PID .* PINNED  *PEER$" "$out/stdout" && ! grep -q DISTINCT "$out/stdout"'
+	peer_doctor_tests
+
+	# Modules without them: no peer column or line, the output as before
+	# (expected/*-peer-stripped: what mrpinctl printed before it knew peer
+	# memory).
+	scratch peer
+	peer_strip "$out/snap"
+	golden status-peer-stripped "$out/snap" status
+	golden json-status-peer-stripped "$out/snap" -j status
+	golden pin-peer-stripped "$out/snap" pin
+	golden json-pin-peer-stripped "$out/snap" -j pin
+	golden proc-peer-stripped "$out/snap" proc
+	golden dev-peer-stripped "$out/snap" dev
+	golden export-peer-stripped "$out/snap" export prometheus --per-process
+	run "$snaps/mistakes" -j pin
+	check "peer: pin JSON of a module without the column: none" json_is \
+		'not any("peer" in p for p in d) and len(d) == 57'
+	run "$snaps/mistakes" -j status
+	check "peer: status JSON of a module without them: none" json_is \
+		'"peer_pins" not in d and "peer_bytes" not in d and not any("peer_bytes" in x for x in d["devices"] + d["top_procs"])'
+	run "$snaps/mistakes" export prometheus --per-process
+	check "peer: export of a module without them: no peer family" eval \
+		'[ $rc = 0 ] && ! grep -q peer "$out/stdout"'
+
+	# A module with them, on a machine without peer memory: the text as
+	# without them; in JSON and the export, zeros.
+	scratch peer
+	peer_zero "$out/snap"
+	for cmd in status pin proc dev; do
+		run "$out/snap" $cmd
+		check "peer: none registered: $cmd as from a module without them" eval \
+			'clean && [ $rc = 0 ] && cmp -s "$out/stdout" "$here/expected/$cmd-peer-stripped"'
+	done
+	run "$out/snap" -j status
+	check "peer: none registered: status JSON, peer_pins and peer_bytes 0" json_is \
+		'(d["peer_pins"], d["peer_bytes"]) == (0, 0) and all(x["peer_bytes"] == 0 for x in d["devices"] + d["top_procs"])'
+	run "$out/snap" export prometheus
+	check "peer: none registered: export, the gauges at 0" eval \
+		'[ $rc = 0 ] && grep -qx "mrpin_peer_pins 0" "$out/stdout" && grep -qx "mrpin_peer_bytes 0" "$out/stdout" &&
+		 grep -qx "mrpin_device_peer_bytes{device=\"mlx5_0\"} 0" "$out/stdout"'
+
+	# Garbage where a peer value is: the table and line named.
+	scratch peer
+	sed -i 's/^\(7 4102 .*\) 1$/\1 yes/' "$out/snap/pins"
+	run "$out/snap" pin
+	check "peer: a bad peer: exit 1, named" fails_with 1 \
+		"snap/pins:8: column 'peer': expected a number, found 'yes'"
+	scratch peer
+	sed -i 's/^\(4102 .*\) 2214592512$/\1 2G/' "$out/snap/procs"
+	run "$out/snap" proc
+	check "peer: a bad procs peer_bytes: exit 1, named" fails_with 1 \
+		"snap/procs:3: column 'peer_bytes': expected a number, found '2G'"
+	scratch peer
+	sed -i 's/^\(mlx5_0 .*\) 2147483648$/\1 -1/' "$out/snap/devices"
+	run "$out/snap" dev
+	check "peer: a bad devices peer_bytes: exit 1, named" fails_with 1 \
+		"snap/devices:2: column 'peer_bytes': expected a number, found '-1'"
+	scratch peer
+	sed -i 's/^peer_bytes .*/peer_bytes lots/' "$out/snap/stats"
+	run "$out/snap" status
+	check "peer: a bad peer_bytes line: exit 1, named" fails_with 1 \
+		"snap/stats:4: expected 'peer_bytes NUMBER'"
+	cut_fuzz peer pins 3 pin
+	cut_fuzz peer stats 3 status
+	cut_fuzz peer procs 5 proc
+	cut_fuzz peer devices 2 dev
+}
+
+# doctor: what it would have said of the same pins as host memory; a peer
+# registration in flight; RLIMIT_MEMLOCK with the peer memory VmPin counts.
+peer_doctor_tests() {
+	scratch peer
+	awk 'NR > 1 { $NF = 0 } { print }' "$snaps/peer/pins" >"$out/snap/pins"
+	run "$out/snap" -j doctor
+	check "peer: doctor: the same pins as host memory would be oversized and misaligned" json_is \
+		'sorted((f["kind"], f["subject"]["pid"]) for f in d) == [("misaligned-2m", 4102), ("oversized", 4101), ("oversized", 4102)]'
+	scratch peer
+	sed -i 's/^\(7 4102 .* mlx5_ib_reg_user_mr\) 120000 \(.*\) pinned 1$/\1 60000 \2 pinning 1/' "$out/snap/pins"
+	run "$out/snap" -j doctor
+	check "peer: doctor: a peer registration in flight, told by its length" json_is \
+		'[(f["kind"], f["subject"]["pid"], f["evidence"]["pin_id"], f["evidence"]["pinned_bytes"], f["evidence"]["length_bytes"], f["message"]) for f in d] == [("in-flight", 4102, 7, 0, 64 << 20, "pid 4102 (python3) has a registration of 64.0 MiB taken for peer memory (no host bytes charged) in flight for 1m00s: its pin waits in the kernel")] and "peer memory client" in d[0]["advice"]'
+	run "$out/snap" pin
+	check "peer: pin: in flight reads (pinning)" eval \
+		'clean && [ $rc = 0 ] && grep -q " 0 B (pinning) " "$out/stdout" && [ "$(grep -c "(peer)" "$out/stdout")" = 3 ]'
+	scratch peer
+	sed -i 's/^\(4101 .*\) 536870912 608 4294967296$/\1 268435456 608 4294967296/' "$out/snap/procs"
+	run "$out/snap" -j doctor
+	check "peer: doctor: a duplicate's RLIMIT_MEMLOCK counts the peer memory VmPin does, its bytes apart" json_is \
+		'[(f["kind"], f["evidence"]["pinned_bytes"], f["evidence"]["distinct_bytes"], f["evidence"]["peer_bytes"], f["evidence"]["vm_pinned_bytes"]) for f in d] == [("duplicate", 512 << 20, 256 << 20, 4 << 30, 4831838208)] and "it must allow 4.5 GiB (its 4.0 GiB of peer memory included: " in d[0]["advice"] and d[0]["message"].endswith("count 512 MiB and 4.0 GiB of peer memory, 256 MiB is pinned")'
+}
+
 # --- the MR table: who holds it, full or not; the device's refusals ---
 
 mr_table_tests() {
@@ -1337,6 +1532,10 @@ generated_mistakes() {
 	generated_tables mistakes leaks callsites
 }
 
+generated_peer() {
+	generated_tables peer procs pins devices stats
+}
+
 generated_tables() {
 	local snap=$1 cmds n file kind line cmd bad=0 runs=0 leaks_every=4
 	shift
@@ -1671,7 +1870,7 @@ misc_tests() {
 # holds unit.c to its own plan.  ram_tests runs the golden tests again
 # where it has FAKE_RAM; the configs' tests are three and two a file.
 ( unit_tests )
-golden_n=67
+golden_n=76
 ram_n=7
 [ -z "$fake_ram" ] || ram_n=$((ram_n + golden_n))
 nfiles() { echo $#; }
@@ -1683,6 +1882,7 @@ section json_tests 54
 section doctor_tests 32
 section distinct_tests 33
 section odp_tests 31
+section peer_tests 56
 section mr_table_tests 21
 section growth_tests 15
 section future_cause_tests 19
@@ -1699,6 +1899,7 @@ section slurm_hook_tests 31
 section truncation_fuzz 17
 section generated_basic 1
 section generated_mistakes 1
+section generated_peer 1
 section generated_configs 1
 section generated_args 1
 
