@@ -113,7 +113,7 @@ static void export_stats(FILE *f, const struct export *x)
 		{ "distinct_bytes", "gauge", "Bytes of memory pinned now: per process the union of its pinned ranges (memory registered several times counts once), summed.", offsetof(struct stats, distinct_bytes) },
 		{ "pins", "gauge", "Live pins (memory regions and driver buffers).", offsetof(struct stats, pins) },
 		{ "odp_pins", "gauge", "Live on-demand-paging (ODP) registrations: in mrpin_pins, each holds an MR table entry and pins no memory.", offsetof(struct stats, odp_pins) },
-		{ "peer_pins", "gauge", "Live peer memory registrations (GPUDirect RDMA: a GPU's memory through a peer memory client such as nvidia-peermem): in mrpin_pins, each holds an MR table entry and pins no host page.", offsetof(struct stats, peer_pins) },
+		{ "peer_pins", "gauge", "Live peer memory registrations (GPUDirect RDMA: a GPU's memory through a peer memory client such as nvidia-peermem, or a dma-buf registration): in mrpin_pins, each holds an MR table entry and pins no host page.", offsetof(struct stats, peer_pins) },
 		{ "peer_bytes", "gauge", "Bytes of peer memory registered now: device (GPU) memory, which pins no host page; not in mrpin_pinned_bytes, and bounded by no host-bytes limit (max_pinned, max_pin_size).", offsetof(struct stats, peer_bytes) },
 		{ "peak_pinned_bytes", "gauge", "Most bytes pinned at once since the module was loaded.", offsetof(struct stats, peak_pinned_bytes) },
 		{ "pins_total", "counter", "Pins made.", offsetof(struct stats, pins_total) },
@@ -123,6 +123,7 @@ static void export_stats(FILE *f, const struct export *x)
 		{ "warnings_total", "counter", "Pins over a limit in warn mode (allowed).", offsetof(struct stats, warnings_total) },
 		{ "stack_pins_total", "counter", "Registrations of stack memory.", offsetof(struct stats, stack_pins_total) },
 		{ "cleanup_releases_total", "counter", "Pins the kernel's cleanup released (process exit, closing the device) instead of a deregistration: leaks.", offsetof(struct stats, cleanup_releases_total) },
+		{ "peer_races_total", "counter", "Registrations taken for peer memory that held host pages (the process mapped memory under its own registration): each makes its user's registrations charged as host memory from then on.", offsetof(struct stats, peer_races_total) },
 	};
 	size_t i;
 
@@ -139,7 +140,9 @@ static void export_stats(FILE *f, const struct export *x)
 		    (!strcmp(m[i].name, "stack_pins_total") &&
 		     !x->stats.stack_known) ||
 		    (!strcmp(m[i].name, "cleanup_releases_total") &&
-		     !x->stats.cleanup_known))
+		     !x->stats.cleanup_known) ||
+		    (!strcmp(m[i].name, "peer_races_total") &&
+		     !x->stats.races_known))
 			continue;
 		family(f, m[i].name, m[i].type, m[i].help);
 		sample(f, m[i].name,

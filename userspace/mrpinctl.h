@@ -217,6 +217,7 @@ struct stats {
 	uint64_t warnings_total;
 	uint64_t stack_pins_total;
 	uint64_t cleanup_releases_total;	/* pins the kernel's cleanup released */
+	uint64_t peer_races_total;	/* peer guesses that held host pages */
 	uint64_t ram_bytes;	/* the RAM N% limits are shares of; 0: unknown */
 	uint64_t failures_total;	/* the kernel's pins that failed */
 	uint64_t failures[NR_CAUSES];	/* ... by cause */
@@ -228,6 +229,7 @@ struct stats {
 	bool peer_bytes_known;	/* ... and their bytes (peer_bytes) */
 	bool stack_known;	/* the module counts them (stack_pins_total) */
 	bool cleanup_known;	/* ... and these (cleanup_releases_total) */
+	bool races_known;	/* ... and these (peer_races_total) */
 };
 
 struct dev_row {

@@ -442,6 +442,7 @@ static const struct tbl_field stats_fields[] = {
 	F_OPT(struct stats, warnings_total, TF_U64),
 	F_OPT(struct stats, stack_pins_total, TF_U64),
 	F_OPT(struct stats, cleanup_releases_total, TF_U64),
+	F_OPT(struct stats, peer_races_total, TF_U64),
 	F_OPT(struct stats, ram_bytes, TF_U64),
 	F_OPT(struct stats, failures_total, TF_U64),
 	F_FAIL("memlock", MRPIN_FAIL_MEMLOCK),
@@ -603,6 +604,8 @@ int load_stats(struct stats *s)
 				    have, "stack_pins_total");
 	s->cleanup_known = field_have(stats_fields, ARRAY_SIZE(stats_fields),
 				      have, "cleanup_releases_total");
+	s->races_known = field_have(stats_fields, ARRAY_SIZE(stats_fields),
+				    have, "peer_races_total");
 	return ret;
 }
 

@@ -878,7 +878,7 @@ odp_tests() {
 # peer_bytes line, no peer or peer_bytes column (each table's last).
 peer_strip() {
 	local t
-	sed -i '/^peer_pins /d; /^peer_bytes /d' "$1/stats"
+	sed -i '/^peer_pins /d; /^peer_bytes /d; /^peer_races_total /d' "$1/stats"
 	for t in pins procs devices; do
 		awk '{ $NF = "" } { sub(/ $/, ""); print }' "$snaps/peer/$t" >"$1/$t"
 	done
@@ -887,7 +887,7 @@ peer_strip() {
 # peer_zero DIR: the same module on a machine without peer memory: every
 # peer value 0.
 peer_zero() {
-	sed -i 's/^\(peer_[a-z]*\) .*/\1 0/' "$1/stats"
+	sed -i 's/^\(peer_[a-z_]*\) .*/\1 0/' "$1/stats"
 	awk 'NR > 1 { $NF = 0 } { print }' "$snaps/peer/pins" >"$1/pins"
 	awk 'NR > 1 { $NF = 0 } { print }' "$snaps/peer/procs" >"$1/procs"
 	awk 'NR > 1 { $NF = 0 } { print }' "$snaps/peer/devices" >"$1/devices"
