@@ -412,3 +412,27 @@ ktap_check_kernel_log() {
 	[ -z "$found" ] || sed 's/^/# kernel log: /' <<<"$found"
 	ktap_check "$1" test -z "$found"
 }
+
+# mrpin_moddir_writable DIR: an overlay on the guest's module tree DIR
+# (read-only, the cache's), upper on a tmpfs under $tmp/m; overlay=1 once
+# it is mounted.  False, with a diagnostic, if it cannot be made.
+mrpin_moddir_writable() {
+	if mkdir -p "$tmp/m" && mount -t tmpfs tmpfs "$tmp/m" &&
+		mkdir -p "$tmp/m/upper" "$tmp/m/work" &&
+		mount -t overlay overlay \
+			-o "lowerdir=$1,upperdir=$tmp/m/upper,workdir=$tmp/m/work" "$1"; then
+		overlay=1
+		return 0
+	fi
+	ktap_diag "cannot make $1 writable"
+	return 1
+}
+
+# mrpin_moddir_restore DIR: undo mrpin_moddir_writable DIR, if it was done.
+mrpin_moddir_restore() {
+	if [ -n "${overlay:-}" ]; then
+		umount "$1"
+		umount "$tmp/m"
+		overlay=
+	fi
+}

@@ -42,10 +42,7 @@ cleanup() {
 	rm -rf "${installed[@]}"
 	[ -n "$textfile" ] && rm -rf "$(dirname "$textfile")"
 	rmdir "$CG/jobs/a" "$CG/jobs" 2>/dev/null
-	if [ -n "${overlay:-}" ]; then
-		umount "$moddir"
-		umount "$tmp/m"
-	fi
+	mrpin_moddir_restore "$moddir"
 	rm -rf "$tmp"
 	mrpin_load
 }
@@ -55,14 +52,7 @@ mrpin_unload
 rm -rf "${installed[@]}"
 
 # A writable module tree: an overlay on the read-only one, upper on tmpfs.
-mkdir -p "$tmp/m"
-if mount -t tmpfs tmpfs "$tmp/m" && mkdir -p "$tmp/m/upper" "$tmp/m/work" &&
-	mount -t overlay overlay \
-		-o "lowerdir=$moddir,upperdir=$tmp/m/upper,workdir=$tmp/m/work" "$moddir"; then
-	overlay=1
-else
-	ktap_diag "cannot make $moddir writable"
-fi
+mrpin_moddir_writable "$moddir"
 
 # The commands of a unit, as systemd would run them: Environment= first,
 # then the lines of /etc/default (EnvironmentFile=-), ${VAR} expanded.

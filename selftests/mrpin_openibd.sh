@@ -70,10 +70,7 @@ cleanup() {
 		rdma link add rxe0 type rxe netdev "$netdev" || ktap_diag "rxe0 could not be made again"
 	rm -rf "${installed[@]}" /run/mlx_ifc*
 	rmdir "${HOOK%/*}" 2>/dev/null
-	if [ -n "${overlay:-}" ]; then
-		umount "$moddir"
-		umount "$tmp/m"
-	fi
+	mrpin_moddir_restore "$moddir"
 	rm -rf "$tmp"
 	mrpin_load
 }
@@ -190,15 +187,7 @@ EOF
 		sed "s|^MRPINCTL=mrpinctl\$|MRPINCTL=$MRPIN_CTL|" \
 			"$repo/packaging/openibd/mrpin-openibd" >"$HOOK" &&
 		chmod 0755 "$HOOK" || return 1
-	# A writable module tree: an overlay on the guest's, upper on tmpfs.
-	if ! { mkdir -p "$tmp/m" && mount -t tmpfs tmpfs "$tmp/m" &&
-		mkdir -p "$tmp/m/upper" "$tmp/m/work" &&
-		mount -t overlay overlay \
-			-o "lowerdir=$moddir,upperdir=$tmp/m/upper,workdir=$tmp/m/work" "$moddir"; }; then
-		ktap_diag "cannot make $moddir writable"
-		return 1
-	fi
-	overlay=1
+	mrpin_moddir_writable "$moddir" || return 1
 	install -m 0644 "$MRPIN_KO" "$moddir/updates/mrpin.ko" || return 1
 	# The index of OFED's modules (updates/), those they need, and mrpin.
 	# shellcheck disable=SC2046 # one module a word
