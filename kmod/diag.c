@@ -237,8 +237,13 @@ int mrpin_diag_prepare(struct mrpin_pin *pin)
 			mrpin_report_diag(pin, MRPIN_SCOPE_GLOBAL, "",
 					  MRPIN_EVENT_STACK, 0, 0, true);
 	}
-	if (callsites)
-		pin->flags |= MRPIN_PIN_CALLSITE;	/* saved once pinned */
+	/*
+	 * Saved once pinned, under mmap_lock: not for a dma-buf registration,
+	 * whose import may return holding the dma-buf's reservation lock (the
+	 * revocable one), which ranks below mmap_lock.
+	 */
+	if (callsites && !(pin->flags & MRPIN_PIN_DMABUF))
+		pin->flags |= MRPIN_PIN_CALLSITE;
 	return 0;
 }
 
