@@ -275,7 +275,12 @@ struct mrpin_pin *mrpin_pin_prepare(struct ib_device *ibdev,
 	struct cgroup *cgrp;
 	int ret;
 
-	if (!mrpin_pin_ours(addr, size))
+	/*
+	 * A dma-buf's range is an offset and a length in it: ib_core makes an
+	 * MR of any length it holds, 0 included, and each takes an entry of
+	 * the MR table, which max_pins bounds.
+	 */
+	if (kind & MRPIN_PIN_DMABUF ? !current->mm : !mrpin_pin_ours(addr, size))
 		return NULL;
 	dev = mrpin_dev_get(ibdev);
 	if (!dev)
